@@ -1,0 +1,94 @@
+"""Cell Division league assets: the built-in tier league (and the full league of trained contenders)."""
+
+
+
+import json
+import time
+
+import dagster as dg
+from pydantic import Field
+
+from assets.metadata import markdown_table, png_markdown, run_metadata
+from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from games.celldiv.players import BUILTIN_TIERS
+from ops import celldiv_league
+from ops.plots import league_png
+
+GROUP = "celldiv"
+TIER_GAMES = {"test": 10, "small": 100, "full": 400}
+
+
+class TierLeagueConfig(dg.Config):
+    players: list[str] = Field(default=list(BUILTIN_TIERS), description="registered player names; every pair plays")
+    games: int | None = Field(
+        default=None, description="games per pairing; None: the profile's (test 10, small 100, full 400)"
+    )
+    sizes: str = Field(default="4-8", description="board sizes cycled through, e.g. '4-8' or '4,6,8'")
+    seed: int = Field(default=0, description="match seed; every start and sampling player derives from it")
+
+
+def version_id(context: dg.AssetExecutionContext) -> str:
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + context.run_id[:8]
+
+
+def league_metadata(report, png, tracker, tracking_uri: str) -> dict:
+    ratings = [r.as_dict() for r in report.result.ratings]
+    rows = report.result.table()
+    return {
+        **run_metadata(tracker, tracking_uri),
+        "elo": dg.MetadataValue.md(markdown_table(
+            ratings, ["player", "elo", "low", "high", "games"],
+            {"elo": "{:+.0f}", "low": "{:+.0f}", "high": "{:+.0f}"})),
+        "pairings": dg.MetadataValue.md(markdown_table(
+            rows, ["a", "b", "wins", "draws", "losses", "score_rate", "wilson_low", "wilson_high", "mean_margin"],
+            {"score_rate": "{:.3f}", "wilson_low": "{:.3f}", "wilson_high": "{:.3f}", "mean_margin": "{:+.2f}"})),
+        "plot": png_markdown(png, "Elo with 95% intervals"),
+        "plot_path": dg.MetadataValue.path(str(png)),
+        "best": dg.MetadataValue.text(ratings[0]["player"] if ratings else ""),
+        "failures": dg.MetadataValue.int(len(report.result.failures)),
+    }
+
+
+def run_league(context, config: celldiv_league.LeagueConfig, asset_name: str, mlflow: MlflowResource,
+               store: ArtifactStoreResource):
+    """Play, plot, log to MLflow, publish; returns (report, metadata)."""
+    version = version_id(context)
+    out = store.store().dir(GROUP, asset_name, version)
+    with mlflow.run(GROUP, asset_name, tags={"asset": asset_name}) as tracker:
+        tracker.log_params({"players": ",".join(config.players), "games": config.games,
+                            "sizes": config.sizes, "seed": config.seed})
+        pairs = len(config.players) * (len(config.players) - 1) // 2
+
+        def progress(done: int, total: int) -> None:
+            context.log.info(f"{asset_name}: pairing {done}/{total} done")
+
+        report = celldiv_league.run(config, progress=progress)
+        (out / "league.json").write_text(json.dumps(report.as_dict(), indent=2))
+        png = league_png(report.result, out / "league.png", f"{asset_name}: {config.games} games a pairing")
+        tracker.log_metrics({f"elo_{r.player}": r.elo for r in report.result.ratings})
+        tracker.log_metrics({"pairings": pairs, "failures": len(report.result.failures)})
+        tracker.log_artifact(out / "league.json")
+        tracker.log_artifact(png)
+        store.store().publish(GROUP, asset_name, version)
+        meta = league_metadata(report, png, tracker, mlflow.uri())
+    meta["path"] = dg.MetadataValue.path(str(out))
+    return report, meta
+
+
+@dg.asset(group_name=GROUP, kinds={"python"})
+def celldiv_tier_league(
+    context: dg.AssetExecutionContext,
+    config: TierLeagueConfig,
+    mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource,
+    profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """Round robin of the built-in Cell Division tiers, rated by one Elo fit with 95% intervals."""
+    games = config.games or TIER_GAMES[profile.checked()]
+    league = celldiv_league.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
+                                         seed=config.seed)
+    report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store)
+    if report.result.failures:
+        raise dg.Failure(f"{len(report.result.failures)} pairings failed: {report.result.failures}",
+                         metadata=meta)
+    return dg.MaterializeResult(metadata=meta)

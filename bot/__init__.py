@@ -1,0 +1,1 @@
+"""What ships inside a metered bot: C sources, int8 code generation, the wasm build and the judge."""

@@ -1,0 +1,1 @@
+"""games/loong package (in progress)."""

@@ -1,0 +1,1 @@
+"""Everything that imports torch or triton: networks, Lightning modules, batched simulators, kernels."""

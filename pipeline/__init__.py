@@ -1,0 +1,1 @@
+"""Dagster wiring only: Definitions, resources, jobs, schedules. Nothing imports it."""
