@@ -184,12 +184,14 @@ def play_game(
             t0 = time.perf_counter()
             action, sonar = ask_bot(seats[i], observe(game, i), game)
             think[team] += time.perf_counter() - t0
+            # metered bots (the wasm judge) report the points their turn used; Python bots use none
+            points = getattr(seats[i].bot, "last_points", 0) if seats[i].bot is not None else 0
             outcome = game.turn(i, action, sonar)
             if outcome.born is not None:
                 seats[outcome.born] = _Seat(factories[team], outcome.born, team, seed)
             if record:
                 death = next((c for j, c in outcome.deaths if j == i), None)
-                turns.append(TurnRecord(game.round, i, action, sonar, 0, death))
+                turns.append(TurnRecord(game.round, i, action, sonar, int(points), death))
         game.end_round()
     return _result(game, (bot_name(bots_team0), bot_name(bots_team1)), turns, tuple(think))
 

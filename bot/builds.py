@@ -1,0 +1,183 @@
+"""Registered builds: a .wasm and its metadata, stored once under its content hash, referenced by id.
+
+    b = register(root, wasm_bytes, name="foil", network_version="none", source_sha256=..., compiler=...)
+    b = build_from_source(root, [Path("bot/c/random_bot.c")], name="random-c")   # compile + register
+    verify(root, b.id)            # re-hashes the stored wasm against its id and metadata
+    factory(root, "random-c")     # a judge bot factory for play_game (verified first)
+
+Layout under ``root`` (the caller passes it; the project's is ``ARENA_HOME/artifacts/loong/builds``,
+resolved by ``ops/cli_bot.py`` from ``ops.store``; bot/ never imports ops)::
+
+    <id>/module.wasm     the module, never rewritten
+    <id>/build.json      {id, sha256, size, name, network_version, source_sha256, source_files, compiler,
+                          created, abi_version}
+    names/<name>         the id a name points at (the latest registration under that name)
+
+The id is the first 24 hex digits of the wasm's sha256, so the same bytes always get the same id
+and an id always names the same bytes: a pool opponent plays identically forever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.abi import ABI_VERSION
+
+ID_DIGITS = 24
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]{1,80}$")
+_ID = re.compile(r"^[0-9a-f]{6,64}$")
+
+
+class BuildError(ValueError):
+    """A build that cannot be registered, found or trusted; the message says why."""
+
+
+@dataclass(frozen=True)
+class Build:
+    id: str
+    path: Path  # the build's folder
+    meta: dict
+
+    @property
+    def wasm_path(self) -> Path:
+        return self.path / "module.wasm"
+
+    @property
+    def name(self) -> str | None:
+        return self.meta.get("name")
+
+    def wasm(self) -> bytes:
+        """The module's bytes, checked against the id (raises BuildError if altered)."""
+        data = self.wasm_path.read_bytes()
+        _check(self, data)
+        return data
+
+
+STORE_SUBPATH = ("loong", "builds")  # under the artifact store root: ArtifactStore(root).root / "loong" / "builds"
+
+
+def build_id(wasm: bytes) -> str:
+    return hashlib.sha256(wasm).hexdigest()[:ID_DIGITS]
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def register(root: Path, wasm: bytes | Path, *, name: str | None = None, network_version: str | None = None,
+             source_sha256: str | None = None, source_files: tuple[str, ...] = (), compiler: str | None = None,
+             check: bool = True) -> Build:
+    """Store ``wasm`` once under its id (a second registration of the same bytes keeps the first metadata,
+    and only moves ``name`` to it). ``check``: refuse modules the judge would refuse (BuildError)."""
+    data = Path(wasm).read_bytes() if isinstance(wasm, Path) else bytes(wasm)
+    if name is not None and not _NAME.match(name):
+        raise BuildError(f"build name {name!r}: use 1-80 letters, digits, '_', '.', '+', '-'")
+    if check:
+        from bot.judge import BotRejected, default_judge
+
+        try:
+            default_judge().load(data)
+        except BotRejected as e:
+            raise BuildError(f"refused: {e}") from None
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    bid = build_id(data)
+    folder = root / bid
+    if not (folder / "build.json").exists():
+        meta = {
+            "id": bid, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "name": name,
+            "network_version": network_version, "source_sha256": source_sha256,
+            "source_files": list(source_files), "compiler": compiler,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"), "abi_version": ABI_VERSION,
+        }
+        tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{bid}."))
+        (tmp / "module.wasm").write_bytes(data)
+        (tmp / "build.json").write_text(json.dumps(meta, indent=1) + "\n")
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # registered meanwhile by someone else (same bytes): keep theirs
+            for f in tmp.iterdir():
+                f.unlink()
+            tmp.rmdir()
+    if name is not None:
+        (root / "names").mkdir(exist_ok=True)
+        _write_atomic(root / "names" / name, (bid + "\n").encode())
+    return verify(root, bid)
+
+
+def build_from_source(root: Path, sources: list[Path], *, name: str | None = None,
+                      network_version: str | None = None, exports: tuple[str, ...] = ()) -> Build:
+    """Compile C sources with the project toolchain and register the result."""
+    from bot.toolchain import compile_c
+
+    with tempfile.TemporaryDirectory() as tmp:
+        r = compile_c([Path(s) for s in sources], Path(tmp) / "module.wasm", exports=exports)
+        return register(root, r.wasm.read_bytes(), name=name, network_version=network_version,
+                        source_sha256=r.source_sha256, source_files=r.inputs, compiler=r.compiler)
+
+
+def resolve(root: Path, ref: str) -> str:
+    """An id from a full id, a unique id prefix (6+ hex digits) or a name."""
+    root = Path(root)
+    if _NAME.match(ref) and (root / "names" / ref).exists():
+        return (root / "names" / ref).read_text().strip()
+    if _ID.match(ref):
+        hits = [p.name for p in root.glob(f"{ref}*") if p.is_dir() and len(p.name) == ID_DIGITS]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise BuildError(f"build id prefix {ref!r} is ambiguous: {sorted(hits)[:5]}")
+    raise BuildError(f"no build {ref!r} under {root}")
+
+
+def _check(b: Build, data: bytes) -> None:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest[:ID_DIGITS] != b.id or b.meta.get("sha256") != digest or b.meta.get("size") != len(data):
+        raise BuildError(f"build {b.id}: module.wasm does not match its id/metadata (sha256 {digest[:24]}...)")
+
+
+def load(root: Path, ref: str) -> Build:
+    """The build named by ``ref`` (id, id prefix or name), metadata read, not yet re-hashed."""
+    bid = resolve(root, ref)
+    folder = Path(root) / bid
+    try:
+        meta = json.loads((folder / "build.json").read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise BuildError(f"build {bid}: unreadable build.json ({e})") from None
+    if meta.get("id") != bid:
+        raise BuildError(f"build {bid}: build.json names id {meta.get('id')!r}")
+    return Build(bid, folder, meta)
+
+
+def verify(root: Path, ref: str) -> Build:
+    """Load and re-hash: raises BuildError unless the stored wasm still matches its id and metadata."""
+    b = load(root, ref)
+    _check(b, b.wasm_path.read_bytes())
+    return b
+
+
+def list_builds(root: Path) -> list[Build]:
+    """Every build under ``root``, oldest first."""
+    root = Path(root)
+    if not root.exists():
+        return []
+    out = [load(root, p.name) for p in root.iterdir() if p.is_dir() and len(p.name) == ID_DIGITS]
+    return sorted(out, key=lambda b: (b.meta.get("created", ""), b.id))
+
+
+def factory(root: Path, ref: str, judge=None, name: str | None = None):
+    """A judge bot factory (``play_game``-ready) for a verified build."""
+    from bot.judge import default_judge
+
+    b = verify(root, ref)
+    return (judge or default_judge()).factory(b.wasm(), name=name or b.name or b.id)
