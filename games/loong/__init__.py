@@ -84,3 +84,8 @@ __all__ = [
     "load_map", "load_map_spec", "loads_map", "looks_safe", "map_from_json", "observe", "parse_map_spec",
     "play_game", "random_bot", "start_problems",
 ]
+
+# the foil registers itself in BOTS; importing it here makes BOTS["foil"] always present
+from games.loong.foil import FoilBot, foil_bot  # noqa: E402
+
+__all__ += ["FoilBot", "foil_bot"]
