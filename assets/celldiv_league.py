@@ -11,7 +11,7 @@ from pydantic import Field
 from assets.metadata import markdown_table, png_markdown, run_metadata
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
-from ops import celldiv_league
+from ops import celldiv_league as league_op
 from ops.plots import league_png
 
 GROUP = "celldiv"
@@ -49,7 +49,7 @@ def league_metadata(report, png, tracker, tracking_uri: str) -> dict:
     }
 
 
-def run_league(context, config: celldiv_league.LeagueConfig, asset_name: str, mlflow: MlflowResource,
+def run_league(context, config: league_op.LeagueConfig, asset_name: str, mlflow: MlflowResource,
                store: ArtifactStoreResource):
     """Play, plot, log to MLflow, publish; returns (report, metadata)."""
     version = version_id(context)
@@ -62,7 +62,7 @@ def run_league(context, config: celldiv_league.LeagueConfig, asset_name: str, ml
         def progress(done: int, total: int) -> None:
             context.log.info(f"{asset_name}: pairing {done}/{total} done")
 
-        report = celldiv_league.run(config, progress=progress)
+        report = league_op.run(config, progress=progress)
         (out / "league.json").write_text(json.dumps(report.as_dict(), indent=2))
         png = league_png(report.result, out / "league.png", f"{asset_name}: {config.games} games a pairing")
         tracker.log_metrics({f"elo_{r.player}": r.elo for r in report.result.ratings})
@@ -85,7 +85,7 @@ def celldiv_tier_league(
 ) -> dg.MaterializeResult:
     """Round robin of the built-in Cell Division tiers, rated by one Elo fit with 95% intervals."""
     games = config.games or TIER_GAMES[profile.checked()]
-    league = celldiv_league.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
+    league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
                                          seed=config.seed)
     report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store)
     if report.result.failures:

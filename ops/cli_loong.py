@@ -21,6 +21,7 @@ from games.loong.foil import registry
 from games.loong.mapgen import load_map_spec
 from games.loong.maps import KELP, LoongMap
 from games.loong.match import UnknownBot, bot_factory, play_series
+from ops.loong_league import DEFAULT_MAPS
 
 LoongCliError = UnknownBot  # a user mistake in a loong command: one line, exit status 2
 
@@ -106,6 +107,52 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_league(args: argparse.Namespace) -> int:
+    from ops import loong_league
+
+    config = loong_league.LoongLeagueConfig(
+        players=tuple(p.strip() for p in args.players.split(",") if p.strip()),
+        maps=tuple(m.strip() for m in args.maps.split(";") if m.strip()),
+        games_per_map=args.games, max_rounds=args.max_rounds, seed=args.seed, builds=args.builds or "")
+    factories = loong_league.resolve_players(config)
+    from tqdm import tqdm
+
+    n = len(config.players)
+    with tqdm(total=n * (n - 1) // 2, desc="pairings", file=sys.stderr, leave=False,
+              disable=not sys.stderr.isatty()) as bar:
+        result = loong_league.run(config, progress=lambda done, total: bar.update(1), factories=factories)
+    if args.png:
+        from ops.plots import league_png
+
+        league_png(result, args.png, f"Loong league, {args.games} games a pairing per map")
+    doc = {"players": result.players, "maps": list(config.maps),
+           "ratings": [r.as_dict() for r in result.ratings], "pairings": result.table(),
+           "failures": [{"a": a, "b": b, "error": e} for a, b, e in result.failures]}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0 if not result.failures else 1
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    t = Table(title=f"Loong league: {args.games} games a pairing on each of {len(config.maps)} maps")
+    for col in ("player", "Elo", "95% interval", "games"):
+        t.add_column(col, justify="right")
+    for r in result.ratings:
+        t.add_row(r.player, f"{r.elo:+.0f}", f"{r.low:+.0f} .. {r.high:+.0f}", str(r.games))
+    console.print(t)
+    p = Table(title="pairings (score rate of a against b, Wilson 95%)")
+    for col in ("a", "b", "W-D-L", "score rate", "Wilson 95%"):
+        p.add_column(col, justify="right")
+    for row in result.table():
+        p.add_row(row["a"], row["b"], f"{row['wins']}-{row['draws']}-{row['losses']}", f"{row['score_rate']:.3f}",
+                  f"{row['wilson_low']:.3f}-{row['wilson_high']:.3f}")
+    console.print(p)
+    for a, b, e in result.failures:
+        print(f"pairing {a} vs {b} failed: {e}", file=sys.stderr)
+    return 0 if not result.failures else 1
+
+
 def register(subparsers) -> None:
     """Add ``loong match|map|view`` to the arena CLI's top-level subparsers."""
     names = ", ".join(sorted(registry()))
@@ -130,3 +177,13 @@ def register(subparsers) -> None:
     v.add_argument("replay", help="replay .json (or its stem)")
     v.add_argument("--out", help="page to write (default: next to the replay, .html)")
     v.set_defaults(func=cmd_view)
+    lg2 = sub.add_parser("league", help="round robin of Python bots and registered wasm builds, with Elo")
+    lg2.add_argument("--players", default="foil,random", help="names, or build:<name|id> for wasm builds")
+    lg2.add_argument("--maps", default=";".join(DEFAULT_MAPS), help="map specs separated by ';'")
+    lg2.add_argument("--games", type=int, default=2, help="games a pairing on each map")
+    lg2.add_argument("--max-rounds", type=int, default=500)
+    lg2.add_argument("--seed", type=int, default=0)
+    lg2.add_argument("--builds", help="registered builds root (default ARENA_HOME/artifacts/loong/builds)")
+    lg2.add_argument("--png", help="also write the Elo plot here")
+    lg2.add_argument("--json", action="store_true")
+    lg2.set_defaults(func=cmd_league)

@@ -5,31 +5,47 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import celldiv_league
+from assets import celldiv_league, loong
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league]
+ASSET_MODULES = [celldiv_league, loong]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
 main_job = dg.define_asset_job(
     "main_job", selection=dg.AssetSelection.all(), description="Materialise the whole graph of both games."
 )
-celldiv_tier_league_job = dg.define_asset_job(
-    "celldiv_tier_league_job", selection=dg.AssetSelection.assets("celldiv_tier_league")
+celldiv_job = dg.define_asset_job(
+    "celldiv_job", selection=dg.AssetSelection.groups("celldiv"),
+    description="Materialise Cell Division's whole graph: PPO tiers, teacher, data, student, ONNX, leagues.",
+)
+celldiv_league_job = dg.define_asset_job(
+    "celldiv_league_job", selection=dg.AssetSelection.assets("celldiv_tier_league")
 )
 nightly_celldiv_league = dg.ScheduleDefinition(
     name="nightly_celldiv_league",
-    job=celldiv_tier_league_job,
+    job=celldiv_league_job,
     cron_schedule="0 2 * * *",
     execution_timezone="UTC",
     description="Replay the Cell Division league every night at 02:00 UTC.",
 )
 
+loong_league_job = dg.define_asset_job(
+    "loong_league_job", selection=dg.AssetSelection.assets("loong_wasm_build", "loong_league"),
+    description="Build the wasm bot and rate it against the Python bots.",
+)
+nightly_loong_league = dg.ScheduleDefinition(
+    name="nightly_loong_league",
+    job=loong_league_job,
+    cron_schedule="30 2 * * *",
+    execution_timezone="UTC",
+    description="Replay the Loong league every night at 02:30 UTC.",
+)
+
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[main_job, celldiv_tier_league_job],
-    schedules=[nightly_celldiv_league],
+    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job],
+    schedules=[nightly_celldiv_league, nightly_loong_league],
     resources={
         "mlflow": MlflowResource(),
         "artifact_store": ArtifactStoreResource(),

@@ -1,0 +1,120 @@
+"""Loong assets: registered WebAssembly builds and the league that rates them against Python bots."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from assets.celldiv_league import version_id
+from assets.metadata import markdown_table, png_markdown, run_metadata
+from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from ops import loong_league as league_op
+from ops.plots import league_png
+
+GROUP = "loong"
+REPO = Path(__file__).resolve().parents[1]
+C_FOIL, C_RANDOM = REPO / "bot" / "c" / "foil.c", REPO / "bot" / "c" / "random_bot.c"
+
+
+def builds_root(store: ArtifactStoreResource) -> Path:
+    return store.store().root / "loong" / "builds"
+
+
+class WasmBuildConfig(dg.Config):
+    sources: list[str] = Field(default=[], description="C sources; empty: the C foil (bot/c/foil.c) if present, "
+                                                       "else the C random bot")
+    name: str = Field(default="", description="build name; empty: the main source's stem")
+    network_version: str = Field(default="", description="version of the int8 network compiled in, if any")
+
+
+@dg.asset(group_name=GROUP, kinds={"wasm"})
+def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
+    """A registered .wasm bot build: compiled once with ziglang, stored by content id, played forever alike."""
+    from bot.builds import build_from_source
+
+    sources = [Path(s) for s in config.sources] or [C_FOIL if C_FOIL.exists() else C_RANDOM]
+    missing = [str(s) for s in sources if not s.exists()]
+    if missing:
+        raise dg.Failure(f"C sources not found: {missing}")
+    build = build_from_source(builds_root(artifact_store), sources, name=config.name or sources[0].stem,
+                              network_version=config.network_version or None)
+    artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
+    (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
+        json.dumps({"id": build.id, "name": build.name}, indent=2))
+    return dg.MaterializeResult(metadata={
+        "build_id": dg.MetadataValue.text(build.id),
+        "name": dg.MetadataValue.text(build.name or ""),
+        "bytes": dg.MetadataValue.int(int(build.meta["size"])),
+        "source_sha256": dg.MetadataValue.text(build.meta.get("source_sha256") or ""),
+        "compiler": dg.MetadataValue.text(build.meta.get("compiler") or ""),
+        "path": dg.MetadataValue.path(str(build.wasm_path)),
+        "sources": dg.MetadataValue.json([str(s) for s in sources]),
+    })
+
+
+LEAGUE = {  # profile -> (maps, games per map per pairing, round limit)
+    "test": (("gen:16x16:lr:seed=1",), 2, 40),
+    "small": (league_op.DEFAULT_MAPS, 2, 500),
+    "full": (league_op.DEFAULT_MAPS + ("gen:48x48:lr:seed=4", "gen:64x64:rot:seed=5"), 10, 500),
+}
+
+
+class LoongLeagueAssetConfig(dg.Config):
+    players: list[str] = Field(default=["foil", "random", "build:latest"],
+                               description="Python bots, or builds as build:<name|id>; build:latest is the newest")
+    maps: list[str] = Field(default=[], description="map specs; empty: the profile's sizes and symmetries")
+    games_per_map: int | None = Field(default=None, description="games a pairing on each map; None: the profile's")
+    max_rounds: int | None = Field(default=None, description="round limit; None: the profile's (500 but in tests)")
+    seed: int = Field(default=0, description="league seed")
+
+
+@dg.asset(group_name=GROUP, deps=[loong_wasm_build], kinds={"python", "mlflow"})
+def loong_league(
+    context: dg.AssetExecutionContext,
+    config: LoongLeagueAssetConfig,
+    mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource,
+    profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """Round robin of registered wasm builds and Python bots on several map sizes and symmetries, with Elo."""
+    maps, games, rounds = LEAGUE[profile.checked()]
+    latest = artifact_store.store().latest(GROUP, "loong_wasm_build")
+    players = []
+    for p in config.players:
+        if p == "build:latest":
+            if latest is None:
+                raise dg.Failure("build:latest asked for, but no loong_wasm_build is published")
+            p = "build:" + latest.name
+        players.append(p)
+    league = league_op.LoongLeagueConfig(
+        players=tuple(players), maps=tuple(config.maps) or maps, games_per_map=config.games_per_map or games,
+        max_rounds=config.max_rounds or rounds, seed=config.seed, builds=str(builds_root(artifact_store)))
+    version = version_id(context)
+    out = artifact_store.store().dir(GROUP, "loong_league", version)
+    with mlflow.run(GROUP, "loong_league", tags={"asset": "loong_league"}) as tracker:
+        tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps),
+                            "games_per_map": league.games_per_map, "max_rounds": league.max_rounds})
+        result = league_op.run(league, progress=lambda d, t: context.log.info(f"loong_league: pairing {d}/{t}"))
+        doc = {"players": players, "maps": list(league.maps), "ratings": [r.as_dict() for r in result.ratings],
+               "pairings": result.table(), "failures": [list(f) for f in result.failures]}
+        (out / "league.json").write_text(json.dumps(doc, indent=2))
+        png = league_png(result, out / "league.png", f"Loong league, {league.games_per_map} games a pairing a map")
+        tracker.log_metrics({f"elo_{r.player.replace(':', '_')}": r.elo for r in result.ratings})
+        tracker.log_artifact(out / "league.json")
+        tracker.log_artifact(png)
+        meta = run_metadata(tracker, mlflow.uri())
+    artifact_store.store().publish(GROUP, "loong_league", version)
+    meta.update({
+        "elo": dg.MetadataValue.md(markdown_table(doc["ratings"], ["player", "elo", "low", "high", "games"],
+                                                  {"elo": "{:+.0f}", "low": "{:+.0f}", "high": "{:+.0f}"})),
+        "pairings": dg.MetadataValue.md(markdown_table(
+            doc["pairings"], ["a", "b", "wins", "draws", "losses", "score_rate", "wilson_low", "wilson_high"],
+            {"score_rate": "{:.3f}", "wilson_low": "{:.3f}", "wilson_high": "{:.3f}"})),
+        "plot": png_markdown(png, "Loong Elo"),
+        "path": dg.MetadataValue.path(str(out)),
+        "failures": dg.MetadataValue.int(len(result.failures)),
+    })
+    if result.failures:
+        raise dg.Failure(f"{len(result.failures)} pairings failed: {result.failures}", metadata=meta)
+    return dg.MaterializeResult(metadata=meta)

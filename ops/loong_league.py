@@ -1,0 +1,83 @@
+"""Loong round robins: registered wasm builds and Python bots on generated maps of several sizes and
+symmetries, rated by the shared Elo fit, with a Wilson 95% interval for every pairing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from games.league import LeagueResult, round_robin
+from games.loong.bots import BotFactory
+from games.loong.foil import registry
+from games.loong.mapgen import load_map_spec
+from games.loong.match import UnknownBot, play_series
+from games.stats import MatchTally
+from ops.store import arena_home
+
+DEFAULT_MAPS = ("gen:24x24:lr:seed=1", "gen:32x32:tb:seed=2", "gen:40x40:rot:seed=3")
+
+
+def builds_root() -> Path:
+    """Where registered builds live by default: ARENA_HOME/artifacts/loong/builds."""
+    return arena_home() / "artifacts" / "loong" / "builds"
+
+
+@dataclass(frozen=True)
+class LoongLeagueConfig:
+    players: tuple[str, ...] = ("foil", "random")
+    """Python bot names, or registered builds as 'build:<name, id or id prefix>'."""
+    maps: tuple[str, ...] = DEFAULT_MAPS
+    """Map specs ('gen:WxH:sym:seed=N[,kelp=..]' or a JSON file); every pairing plays on each."""
+    games_per_map: int = 2
+    """Games per pairing on each map (pairs swap sides on one seed)."""
+    max_rounds: int = 500
+    """Round limit (the rules: 500)."""
+    seed: int = 0
+    """League seed; every game's seed derives from it."""
+    builds: str = ""
+    """Registered builds root; empty: ARENA_HOME/artifacts/loong/builds."""
+
+
+def resolve_players(config: LoongLeagueConfig) -> dict[str, BotFactory]:
+    """Name -> factory for every player; unknown names and unverifiable builds fail before any game."""
+    python_bots = registry()
+    factories: dict[str, BotFactory] = {}
+    root = Path(config.builds) if config.builds else builds_root()
+    for name in config.players:
+        if name.startswith("build:"):
+            from bot.builds import factory
+
+            factories[name] = factory(root, name.removeprefix("build:"), name=name)
+        elif name in python_bots:
+            factories[name] = python_bots[name]
+        else:
+            raise UnknownBot(f"unknown player {name!r}: not a Python bot ({', '.join(sorted(python_bots))}) "
+                             f"and not written as build:<name or id>")
+    return factories
+
+
+def merge(a: str, b: str, tallies: list[MatchTally]) -> MatchTally:
+    out = MatchTally(a, b)
+    for t in tallies:
+        out.wins, out.draws, out.losses = out.wins + t.wins, out.draws + t.draws, out.losses + t.losses
+        out.margins += t.margins
+        out.latency_a += t.latency_a
+        out.latency_b += t.latency_b
+    return out
+
+
+def run(config: LoongLeagueConfig, progress: Callable[[int, int], None] | None = None,
+        factories: Mapping[str, BotFactory] | None = None) -> LeagueResult:
+    """Play the round robin on every map and fit Elo (anchored on ``random`` when it plays)."""
+    factories = dict(factories) if factories is not None else resolve_players(config)
+    maps = [load_map_spec(spec) for spec in config.maps]
+
+    def play_pair(a: str, b: str, pair_seed: int) -> MatchTally:
+        return merge(a, b, [
+            play_series(a, b, m, games=config.games_per_map, seed=pair_seed * 7919 + k,
+                        max_rounds=config.max_rounds, bots=factories).tally
+            for k, m in enumerate(maps)
+        ])
+
+    return round_robin(config.players, play_pair, seed=config.seed, anchor="random", on_pair_done=progress)
