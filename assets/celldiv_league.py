@@ -92,3 +92,69 @@ def celldiv_tier_league(
         raise dg.Failure(f"{len(report.result.failures)} pairings failed: {report.result.failures}",
                          metadata=meta)
     return dg.MaterializeResult(metadata=meta)
+
+
+# --------------------------------------------------------------------------------- the full league
+LEAGUE_PLAYERS = ["random", "easy", "medium", "hard", "hard-trained", "switching", "elite", "teacher"]
+LEAGUE_GAMES = {"test": 4, "small": 40, "full": 200}
+TEACHER_SIMULATIONS = {"test": 4, "small": 16, "full": 128}
+# (stronger, weaker): each must keep scoring over half against the other
+ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("elite", "medium"),
+                ("teacher", "medium")]
+
+
+class FullLeagueConfig(dg.Config):
+    players: list[str] = Field(default=LEAGUE_PLAYERS, description="players; trained ones load from the store")
+    games: int | None = Field(default=None, description="games per pairing; None: test 4, small 40, full 200")
+    teacher_simulations: int | None = Field(
+        default=None, description="PUCT simulations a move for 'teacher'; None: test 4, small 16, full 128")
+    sizes: str = Field(default="4-8", description="board sizes cycled through")
+    seed: int = Field(default=0, description="match seed")
+
+
+def order_checks(report) -> list[dg.AssetCheckResult]:
+    results = []
+    for strong, weak in ORDER_CHECKS:
+        t = report.result.tally(strong, weak)
+        name = f"{strong}_beats_{weak}".replace("-", "_")
+        if t is None:
+            results.append(dg.AssetCheckResult(check_name=name, passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                               metadata={"reason": f"{strong} vs {weak} was not played"}))
+            continue
+        s = t.summary()
+        results.append(dg.AssetCheckResult(
+            check_name=name, passed=s["score_rate"] > 0.5, severity=dg.AssetCheckSeverity.ERROR,
+            metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"],
+                      "wilson_high": s["wilson_high"], "games": s["games"]}))
+    return results
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=["celldiv_hard_weights", "celldiv_switching_weights", "celldiv_elite_onnx", "celldiv_teacher"],
+    kinds={"python", "mlflow"},
+    check_specs=[dg.AssetCheckSpec(f"{s}_beats_{w}".replace("-", "_"), asset="celldiv_league",
+                                   description=f"{s} scores over half against {w}") for s, w in ORDER_CHECKS],
+)
+def celldiv_league(
+    context: dg.AssetExecutionContext,
+    config: FullLeagueConfig,
+    mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource,
+    profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """Round robin of every tier and trained model (Elite without search, the teacher with it), with Elo."""
+    from ops.celldiv_players import register_store_players
+
+    name = profile.checked()
+    sims = config.teacher_simulations or TEACHER_SIMULATIONS[name]
+    found = register_store_players(artifact_store.store(), teacher_simulations=sims)
+    context.log.info(f"trained players from the store: {found}")
+    league = league_op.LeagueConfig(players=tuple(config.players), games=config.games or LEAGUE_GAMES[name],
+                                         sizes=config.sizes, seed=config.seed)
+    report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store)
+    meta["trained_players"] = dg.MetadataValue.json({k: str(v) for k, v in found.items()})
+    meta["teacher_simulations"] = dg.MetadataValue.int(sims)
+    if report.result.failures:
+        raise dg.Failure(f"{len(report.result.failures)} pairings failed: {report.result.failures}", metadata=meta)
+    return dg.MaterializeResult(metadata=meta, check_results=order_checks(report))

@@ -15,8 +15,9 @@ from ops.store import ArtifactStore
 GROUP = "celldiv"
 
 
-def register_store_players(store: ArtifactStore | None = None) -> dict[str, Path]:
-    """Register every trained player whose artifact is published; returns name -> file used."""
+def register_store_players(store: ArtifactStore | None = None, *, teacher_simulations: int = 64) -> dict[str, Path]:
+    """Register every trained player whose artifact is published; returns name -> file used.
+    ``teacher_simulations``: PUCT simulations a move for the ``teacher`` player."""
     store = store or ArtifactStore.default()
     found: dict[str, Path] = {}
     hard = store.latest(GROUP, "celldiv_hard_weights")
@@ -29,11 +30,11 @@ def register_store_players(store: ArtifactStore | None = None) -> dict[str, Path
         path = switching / "weights.json"
         register_player("switching", lambda seed, p=path: switching_player(p))
         found["switching"] = path
-    found.update(_register_networks(store))
+    found.update(_register_networks(store, teacher_simulations))
     return found
 
 
-def _register_networks(store: ArtifactStore) -> dict[str, Path]:
+def _register_networks(store: ArtifactStore, teacher_simulations: int) -> dict[str, Path]:
     found: dict[str, Path] = {}
     onnx_dir = store.latest(GROUP, "celldiv_elite_onnx")
     teacher_dir = store.latest(GROUP, "celldiv_teacher")
@@ -44,6 +45,6 @@ def _register_networks(store: ArtifactStore) -> dict[str, Path]:
     if elite or teacher:
         from ops.celldiv_onnx import register_trained_players
 
-        register_trained_players(elite_onnx=elite, teacher_ckpt=teacher)
+        register_trained_players(elite_onnx=elite, teacher_ckpt=teacher, teacher_simulations=teacher_simulations)
         found.update({k: v for k, v in (("elite", elite), ("teacher", teacher)) if v})
     return found

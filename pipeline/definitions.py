@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import celldiv_league, loong
+from assets import celldiv_league, celldiv_training, loong
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league, loong]
+ASSET_MODULES = [celldiv_league, celldiv_training, loong]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
@@ -20,7 +20,7 @@ celldiv_job = dg.define_asset_job(
     description="Materialise Cell Division's whole graph: PPO tiers, teacher, data, student, ONNX, leagues.",
 )
 celldiv_league_job = dg.define_asset_job(
-    "celldiv_league_job", selection=dg.AssetSelection.assets("celldiv_tier_league")
+    "celldiv_league_job", selection=dg.AssetSelection.assets("celldiv_tier_league", "celldiv_league")
 )
 nightly_celldiv_league = dg.ScheduleDefinition(
     name="nightly_celldiv_league",

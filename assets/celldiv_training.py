@@ -1,0 +1,241 @@
+"""Cell Division training assets: PPO linear tiers, AlphaZero teacher, teacher data, student, ONNX Elite.
+
+Each asset is thin: config in (a profile plus optional overrides), an ``ops`` step, metadata out.
+A training asset works in a folder keyed by its effective config, so re-running an interrupted
+materialisation with the same config resumes from the checkpoint there; change ``seed`` for a
+fresh run.
+"""
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from assets.metadata import markdown_table, run_metadata
+from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from ops import celldiv_distill, celldiv_onnx, celldiv_ppo
+from ops import celldiv_teacher as teacher_op
+
+GROUP = "celldiv"
+
+
+def config_key(config) -> str:
+    """A short stable hash of a frozen dataclass config: the work folder's name."""
+    blob = json.dumps(dataclasses.asdict(config), sort_keys=True, default=str).encode()
+    return "cfg-" + hashlib.blake2b(blob, digest_size=6).hexdigest()
+
+
+def _overrides(config: dg.Config, names: tuple[str, ...]) -> dict:
+    return {n: getattr(config, n) for n in names if getattr(config, n) is not None}
+
+
+def _log_progress(context: dg.AssetExecutionContext, name: str):
+    def progress(*args) -> None:
+        context.log.info(f"{name}: " + " ".join(str(a) for a in args if not isinstance(a, dict)))
+
+    return progress
+
+
+def _require(store_dir: Path | None, filename: str, upstream: str) -> Path:
+    if store_dir is None or not (store_dir / filename).exists():
+        raise dg.Failure(f"{upstream} has no published {filename}; materialise {upstream} first")
+    return store_dir / filename
+
+
+# ------------------------------------------------------------------------------------------ PPO tiers
+class PPOAssetConfig(dg.Config):
+    iterations: int | None = Field(default=None, description="PPO iterations; None: the profile's")
+    games_per_iteration: int | None = Field(default=None, description="self-play games per iteration (seed: 64)")
+    seed: int = Field(default=0, description="self-play, init and evaluation seed; a new seed starts a new run")
+
+
+def _ppo_asset(context, model: str, asset_name: str, config: PPOAssetConfig, mlflow, store, profile):
+    cfg = celldiv_ppo.config_for(profile.checked(), model=model, seed=config.seed,
+                                 **_overrides(config, ("iterations", "games_per_iteration")))
+    key = config_key(cfg)
+    out = store.store().dir(GROUP, asset_name, key)
+    with mlflow.run(GROUP, asset_name, tags={"asset": asset_name, "profile": profile.name,
+                                             "contender_class": f"linear-{model}"}) as tracker:
+        result = celldiv_ppo.run(cfg, out_dir=out, tracker=tracker, progress=_log_progress(context, asset_name))
+        tracker.log_artifact(result.weights_path)
+        meta = run_metadata(tracker, mlflow.uri())
+    store.store().publish(GROUP, asset_name, key)
+    evals = [{"match": k, **v} for k, v in result.final_eval.items()]
+    meta.update({
+        "weights_path": dg.MetadataValue.path(str(result.weights_path)),
+        "weights": dg.MetadataValue.json(result.weights),
+        "final_eval": dg.MetadataValue.md(markdown_table(
+            evals, ["match", "games", "wins", "draws", "losses", "score_rate", "wilson_low", "wilson_high"],
+            {"score_rate": "{:.3f}", "wilson_low": "{:.3f}", "wilson_high": "{:.3f}"})),
+        "iterations": dg.MetadataValue.int(result.iterations),
+        "iterations_run": dg.MetadataValue.int(result.iterations_run),
+        "resumed_from": dg.MetadataValue.int(result.resumed_from or 0),
+        "train_seconds": dg.MetadataValue.float(result.train_seconds),
+        "converged_iteration": dg.MetadataValue.int(result.converged_iteration or 0),
+        "best_eval_score": dg.MetadataValue.float(result.best_eval_score),
+    })
+    return dg.MaterializeResult(metadata=meta)
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"})
+def celldiv_hard_weights(
+    context: dg.AssetExecutionContext, config: PPOAssetConfig, mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource, profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """PPO self-play for the 13-weight LinearNet; its JSON plays as `hard-trained` (blended with Medium)."""
+    return _ppo_asset(context, "linear", "celldiv_hard_weights", config, mlflow, artifact_store, profile)
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"})
+def celldiv_switching_weights(
+    context: dg.AssetExecutionContext, config: PPOAssetConfig, mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource, profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """PPO self-play for the 26-weight SwitchingLinearNet; its JSON is what the `switching` tier loads."""
+    return _ppo_asset(context, "switching", "celldiv_switching_weights", config, mlflow, artifact_store, profile)
+
+
+# -------------------------------------------------------------------------------------------- teacher
+class TeacherAssetConfig(dg.Config):
+    iterations: int | None = Field(default=None, description="self-play -> fit rounds; None: the profile's")
+    games_per_iteration: int | None = Field(default=None, description="self-play games per round")
+    simulations: int | None = Field(default=None, description="PUCT simulations per self-play move")
+    seed: int = Field(default=0, description="self-play and training seed; a new seed starts a new run")
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"})
+def celldiv_teacher(
+    context: dg.AssetExecutionContext, config: TeacherAssetConfig, mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource, profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """AlphaZero teacher (b6c64, policy + value) trained by self-play with batched PUCT search."""
+    cfg = dataclasses.replace(teacher_op.PROFILES[profile.checked()], seed=config.seed,
+                              **_overrides(config, ("iterations", "games_per_iteration", "simulations")))
+    key = config_key(cfg)
+    out = artifact_store.store().dir(GROUP, "celldiv_teacher", key)
+    with mlflow.run(GROUP, "celldiv_teacher", tags={"asset": "celldiv_teacher", "profile": profile.name,
+                                                    "contender_class": "teacher-" + cfg.shape}) as tracker:
+        result = teacher_op.run(cfg, out_dir=out, tracker=tracker,
+                                     progress=_log_progress(context, "celldiv_teacher"))
+        meta = run_metadata(tracker, mlflow.uri())
+    artifact_store.store().publish(GROUP, "celldiv_teacher", key)
+    last = result.history[-1] if result.history else {}
+    meta.update({
+        "teacher_path": dg.MetadataValue.path(str(result.teacher_ckpt)),
+        "version": dg.MetadataValue.text(result.version),
+        "params": dg.MetadataValue.int(result.params),
+        "iterations": dg.MetadataValue.int(result.iterations),
+        "selfplay_games": dg.MetadataValue.int(result.selfplay_games),
+        "buffer_size": dg.MetadataValue.int(result.buffer_size),
+        "resumed_from": dg.MetadataValue.int(result.resumed_from or 0),
+        "wall_seconds": dg.MetadataValue.float(result.wall_seconds),
+        "last_round": dg.MetadataValue.json({k: v for k, v in last.items() if isinstance(v, int | float)}),
+    })
+    return dg.MaterializeResult(metadata=meta)
+
+
+class TeacherDataConfig(dg.Config):
+    games: int | None = Field(default=None, description="games the frozen teacher plays; None: the profile's")
+    simulations: int | None = Field(default=None, description="PUCT simulations per move (seed: 256)")
+    seed: int = Field(default=0, description="starts and sampling seed")
+
+
+@dg.asset(group_name=GROUP, deps=[celldiv_teacher], kinds={"parquet"})
+def celldiv_teacher_data(
+    context: dg.AssetExecutionContext, config: TeacherDataConfig, artifact_store: ArtifactStoreResource,
+    profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """The frozen teacher's search-improved action distributions on its own games, as Parquet."""
+    store = artifact_store.store()
+    teacher = _require(store.latest(GROUP, "celldiv_teacher"), teacher_op.TEACHER, "celldiv_teacher")
+    over = {"data_games": config.games, "data_simulations": config.simulations}
+    cfg = dataclasses.replace(teacher_op.PROFILES[profile.checked()], seed=config.seed,
+                              **{k: v for k, v in over.items() if v is not None})
+    _, doc = teacher_op.load_teacher(teacher)
+    key = config_key(cfg) + "-" + hashlib.blake2b(doc["version"].encode(), digest_size=4).hexdigest()
+    out = store.dir(GROUP, "celldiv_teacher_data", key)
+    path = out / "teacher_data.parquet"
+    if not path.exists():  # written atomically: present means complete
+        teacher_op.generate_teacher_data(teacher, cfg, path, progress=_log_progress(context, "teacher_data"))
+    data = teacher_op.load_teacher_data(path)
+    store.publish(GROUP, "celldiv_teacher_data", key)
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(path)),
+        "rows": dg.MetadataValue.int(int(len(data.obs))),
+        "games": dg.MetadataValue.int(int(len(set(data.game_id.tolist())))),
+        "teacher_version": dg.MetadataValue.text(doc["version"]),
+        "simulations": dg.MetadataValue.int(cfg.data_simulations),
+        "schema": dg.MetadataValue.path("docs/celldiv-teacher-data.md"),
+    })
+
+
+# -------------------------------------------------------------------------------------------- student
+class StudentConfig(dg.Config):
+    epochs: int | None = Field(default=None, description="passes over the teacher data; None: the profile's")
+    seed: int = Field(default=0, description="initial weights, split and shuffle")
+
+
+@dg.asset(group_name=GROUP, deps=[celldiv_teacher_data], kinds={"pytorch", "mlflow"})
+def celldiv_student(
+    context: dg.AssetExecutionContext, config: StudentConfig, mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource, profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """SmallPolicyNet (b3c32, ~60k parameters) distilled from the teacher data by cross-entropy."""
+    store = artifact_store.store()
+    data_dir = store.latest(GROUP, "celldiv_teacher_data")
+    data = _require(data_dir, "teacher_data.parquet", "celldiv_teacher_data")
+    cfg = dataclasses.replace(celldiv_distill.PROFILES[profile.checked()], seed=config.seed,
+                              **_overrides(config, ("epochs",)))
+    key = config_key(cfg) + "-" + data_dir.name
+    out = store.dir(GROUP, "celldiv_student", key)
+    with mlflow.run(GROUP, "celldiv_student", tags={"asset": "celldiv_student", "profile": profile.name,
+                                                    "contender_class": "student-" + cfg.shape}) as tracker:
+        r = celldiv_distill.run(cfg, data_path=data, out_dir=out, tracker=tracker,
+                                progress=_log_progress(context, "celldiv_student"))
+        meta = run_metadata(tracker, mlflow.uri())
+    store.publish(GROUP, "celldiv_student", key)
+    meta.update({
+        "student_path": dg.MetadataValue.path(str(r.student_ckpt)),
+        "version": dg.MetadataValue.text(r.version),
+        "teacher_version": dg.MetadataValue.text(r.teacher_version),
+        "params": dg.MetadataValue.int(r.params),
+        "heldout_ce_before": dg.MetadataValue.float(r.heldout_ce_before),
+        "heldout_ce_after": dg.MetadataValue.float(r.heldout_ce_after),
+        "target_entropy": dg.MetadataValue.float(r.target_entropy),
+        "heldout_top1_after": dg.MetadataValue.float(r.heldout_top1_after),
+        "wall_seconds": dg.MetadataValue.float(r.wall_seconds),
+    })
+    return dg.MaterializeResult(metadata=meta)
+
+
+# ----------------------------------------------------------------------------------------------- ONNX
+@dg.asset(
+    group_name=GROUP, deps=[celldiv_student], kinds={"onnx"},
+    check_specs=[dg.AssetCheckSpec("onnx_matches_torch", asset="celldiv_elite_onnx",
+                                   description="same masked argmax as torch on every test position")],
+)
+def celldiv_elite_onnx(artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
+    """The student exported to ONNX; Elite plays from this file through onnxruntime."""
+    store = artifact_store.store()
+    student_dir = store.latest(GROUP, "celldiv_student")
+    student = _require(student_dir, celldiv_distill.STUDENT, "celldiv_student")
+    out = store.dir(GROUP, "celldiv_elite_onnx", student_dir.name)
+    onnx_path = celldiv_onnx.export_onnx(student, out / "elite.onnx")
+    report = celldiv_onnx.check_parity(student, onnx_path)
+    (out / "parity.json").write_text(json.dumps(report, indent=2))
+    if report["passed"]:
+        store.publish(GROUP, "celldiv_elite_onnx", student_dir.name)
+    return dg.MaterializeResult(
+        metadata={"path": dg.MetadataValue.path(str(onnx_path)),
+                  "bytes": dg.MetadataValue.int(onnx_path.stat().st_size),
+                  "max_abs_logit_diff": dg.MetadataValue.float(report["max_abs_logit_diff"]),
+                  "student_version": dg.MetadataValue.text(report["student_version"])},
+        check_results=[dg.AssetCheckResult(
+            check_name="onnx_matches_torch", passed=bool(report["passed"]),
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={k: v for k, v in report.items() if isinstance(v, int | float | str | bool)},
+        )],
+    )

@@ -1,0 +1,71 @@
+"""The whole Cell Division graph materialises with the tiny test profile in a temporary Dagster home
+and MLflow store, and a second materialisation resumes instead of retraining."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import mlflow
+import pytest
+
+from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from pipeline.definitions import defs
+
+TRAINING = ["celldiv_hard_weights", "celldiv_switching_weights", "celldiv_teacher", "celldiv_teacher_data",
+            "celldiv_student", "celldiv_elite_onnx", "celldiv_league"]
+
+
+@pytest.fixture(scope="module")
+def graph_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("graph")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    resources = {
+        "mlflow": MlflowResource(tracking_uri=uri),
+        "artifact_store": ArtifactStoreResource(root=str(tmp / "artifacts")),
+        "profile": ProfileResource(name="test"),
+    }
+    assets = [a for a in defs.assets if a.key.to_user_string() in TRAINING]
+    (tmp / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        first = dg.materialize(assets, resources=resources, instance=instance)
+        second = dg.materialize([a for a in assets if a.key.to_user_string() == "celldiv_hard_weights"],
+                                resources=resources, instance=instance)
+    return first, second, tmp, uri
+
+
+def meta(result, name):
+    return result.asset_materializations_for_node(name)[0].metadata
+
+
+def test_every_training_asset_materialises_and_tracks_its_run(graph_run):
+    first, _, tmp, uri = graph_run
+    assert first.success
+    mlflow.set_tracking_uri(uri)
+    for name in ["celldiv_hard_weights", "celldiv_switching_weights", "celldiv_teacher", "celldiv_student",
+                 "celldiv_league"]:
+        run_id = meta(first, name)["mlflow_run_id"].value
+        run = mlflow.get_run(run_id)
+        assert run.data.params, name
+        assert run.data.metrics, name
+    onnx = Path(meta(first, "celldiv_elite_onnx")["path"].value)
+    assert onnx.exists() and onnx.suffix == ".onnx"
+    checks = {c.check_name: c for c in first.get_asset_check_evaluations()}
+    assert checks["onnx_matches_torch"].passed
+
+
+def test_league_has_every_contender_and_order_checks(graph_run):
+    first, _, tmp, _ = graph_run
+    m = meta(first, "celldiv_league")
+    league = json.loads((Path(m["path"].value) / "league.json").read_text())
+    players = {r["player"] for r in league["ratings"]}
+    assert {"hard-trained", "switching", "elite", "teacher", "medium"} <= players
+    checks = {c.check_name for c in first.get_asset_check_evaluations()}
+    assert {"medium_beats_easy", "elite_beats_medium", "teacher_beats_medium"} <= checks
+
+
+def test_rematerialising_resumes_from_the_checkpoint(graph_run):
+    first, second, _, _ = graph_run
+    assert second.success
+    m = meta(second, "celldiv_hard_weights")
+    assert m["iterations_run"].value == 0
+    assert m["resumed_from"].value == meta(first, "celldiv_hard_weights")["iterations"].value
