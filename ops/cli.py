@@ -16,6 +16,7 @@ from collections.abc import Callable
 from games.celldiv.board import PositionError, legal_moves, margin, play, random_start, score, to_text
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import UnknownPlayer, WeightsError, make_player, player_names
+from ops.cli_common import console, print_league, progress_bar
 
 # Other games and tools add their subcommands from their own modules: name -> module with
 # ``register(subparsers)``. A module that is not there yet is simply left out.
@@ -24,25 +25,6 @@ EXTENSIONS = ("ops.cli_loong", "ops.cli_bot")
 
 class CliError(Exception):
     """A user mistake: printed as one line, exit status 2."""
-
-
-def _console():
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 140)
-
-
-def _progress(total: int, label: str) -> tuple[Callable[[int], None], Callable[[], None]]:
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=label, unit="game", file=sys.stderr, leave=False,
-               disable=not sys.stderr.isatty())
-
-    def update(done: int) -> None:
-        bar.n = done
-        bar.refresh()
-
-    return update, bar.close
 
 
 def _register_store_players() -> None:
@@ -59,7 +41,7 @@ def cmd_celldiv_match(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
     for name in (args.a, args.b):
         make_player(name, 0)
-    update, close = _progress(args.games, f"{args.a} vs {args.b}")
+    update, close = progress_bar(args.games, f"{args.a} vs {args.b}")
     try:
         tally = play_match(args.a, args.b, games=args.games, sizes=sizes, seed=args.seed, progress=update)
     finally:
@@ -77,7 +59,7 @@ def cmd_celldiv_match(args: argparse.Namespace) -> int:
     t.add_row(str(s["wins"]), str(s["draws"]), str(s["losses"]), f"{s['score_rate']:.3f}",
               f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}",
               f"{s['latency_a_us_median']:.0f}", f"{s['latency_b_us_median']:.0f}")
-    _console().print(t)
+    console().print(t)
     return 0
 
 
@@ -93,31 +75,8 @@ def cmd_celldiv_league(args: argparse.Namespace) -> int:
     pairs = len(players) * (len(players) - 1) // 2
     with tqdm(total=pairs, desc="pairings", file=sys.stderr, leave=False, disable=not sys.stderr.isatty()) as bar:
         report = celldiv_league.run(config, progress=lambda done, total: bar.update(1))
-    if args.png:
-        from ops.plots import league_png
-
-        league_png(report.result, args.png, f"Cell Division league, {args.games} games a pairing")
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
-        return 0 if not report.result.failures else 1
-    from rich.table import Table
-
-    t = Table(title=f"Cell Division league: {args.games} games a pairing, sizes {args.sizes}, seed {args.seed}")
-    for col in ("player", "Elo", "95% interval", "games"):
-        t.add_column(col, justify="right")
-    for r in report.result.ratings:
-        t.add_row(r.player, f"{r.elo:+.0f}", f"{r.low:+.0f} .. {r.high:+.0f}", str(r.games))
-    _console().print(t)
-    p = Table(title="pairings (score rate of a against b, Wilson 95%)")
-    for col in ("a", "b", "W-D-L", "score rate", "Wilson 95%", "mean margin"):
-        p.add_column(col, justify="right")
-    for s in report.result.table():
-        p.add_row(s["a"], s["b"], f"{s['wins']}-{s['draws']}-{s['losses']}", f"{s['score_rate']:.3f}",
-                  f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}")
-    _console().print(p)
-    for a, b, e in report.result.failures:
-        print(f"pairing {a} vs {b} failed: {e}", file=sys.stderr)
-    return 0 if not report.result.failures else 1
+    return print_league(report.result, f"Cell Division league: {args.games} games a pairing, sizes {args.sizes}, "
+                        f"seed {args.seed}", as_json=args.json, png=args.png)
 
 
 def parse_cell(text: str, n: int) -> int:

@@ -21,30 +21,18 @@ from games.loong.foil import registry
 from games.loong.mapgen import load_map_spec
 from games.loong.maps import KELP, LoongMap
 from games.loong.match import UnknownBot, bot_factory, play_series
+from ops.cli_common import console, print_league, progress_bar
 from ops.loong_league import DEFAULT_MAPS
 
 LoongCliError = UnknownBot  # a user mistake in a loong command: one line, exit status 2
 
 
 # -- commands ------------------------------------------------------------------------------------
-def _progress(total: int, label: str):
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=label, unit="game", file=sys.stderr, leave=False,
-               disable=total < 2 or not sys.stderr.isatty())
-
-    def update(done: int) -> None:
-        bar.n = done
-        bar.refresh()
-
-    return update, bar.close
-
-
 def cmd_match(args: argparse.Namespace) -> int:
     for name in (args.team0, args.team1):
         bot_factory(name)
     game_map = load_map_spec(args.map)
-    update, close = _progress(args.games, f"{args.team0} vs {args.team1}")
+    update, close = progress_bar(args.games, f"{args.team0} vs {args.team1}")
     try:
         series = play_series(args.team0, args.team1, game_map, games=args.games, seed=args.seed,
                              max_rounds=args.max_rounds, replay_dir=args.replay_dir, progress=update)
@@ -54,7 +42,6 @@ def cmd_match(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(title=f"Loong: {args.team0} vs {args.team1}, {args.games} games (sides alternate), "
@@ -65,9 +52,9 @@ def cmd_match(args: argparse.Namespace) -> int:
     t.add_row(str(s["wins"]), str(s["draws"]), str(s["losses"]), f"{s['score_rate']:.3f}",
               f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}",
               f"{s['mean_rounds']:.0f}", f"{s['ms_per_turn_a']:.2f}", f"{s['ms_per_turn_b']:.2f}")
-    console = Console(width=None if sys.stdout.isatty() else 140)
-    console.print(t)
-    console.print("endings: " + ", ".join(f"{k} {v}" for k, v in s["reasons"].items()))
+    out = console()
+    out.print(t)
+    out.print("endings: " + ", ".join(f"{k} {v}" for k, v in s["reasons"].items()))
     if series.replays:
         console.print(f"replays: {len(series.replays)} in {args.replay_dir}")
     return 0
@@ -121,36 +108,8 @@ def cmd_league(args: argparse.Namespace) -> int:
     with tqdm(total=n * (n - 1) // 2, desc="pairings", file=sys.stderr, leave=False,
               disable=not sys.stderr.isatty()) as bar:
         result = loong_league.run(config, progress=lambda done, total: bar.update(1), factories=factories)
-    if args.png:
-        from ops.plots import league_png
-
-        league_png(result, args.png, f"Loong league, {args.games} games a pairing per map")
-    doc = {"players": result.players, "maps": list(config.maps),
-           "ratings": [r.as_dict() for r in result.ratings], "pairings": result.table(),
-           "failures": [{"a": a, "b": b, "error": e} for a, b, e in result.failures]}
-    if args.json:
-        print(json.dumps(doc, indent=2))
-        return 0 if not result.failures else 1
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=None if sys.stdout.isatty() else 140)
-    t = Table(title=f"Loong league: {args.games} games a pairing on each of {len(config.maps)} maps")
-    for col in ("player", "Elo", "95% interval", "games"):
-        t.add_column(col, justify="right")
-    for r in result.ratings:
-        t.add_row(r.player, f"{r.elo:+.0f}", f"{r.low:+.0f} .. {r.high:+.0f}", str(r.games))
-    console.print(t)
-    p = Table(title="pairings (score rate of a against b, Wilson 95%)")
-    for col in ("a", "b", "W-D-L", "score rate", "Wilson 95%"):
-        p.add_column(col, justify="right")
-    for row in result.table():
-        p.add_row(row["a"], row["b"], f"{row['wins']}-{row['draws']}-{row['losses']}", f"{row['score_rate']:.3f}",
-                  f"{row['wilson_low']:.3f}-{row['wilson_high']:.3f}")
-    console.print(p)
-    for a, b, e in result.failures:
-        print(f"pairing {a} vs {b} failed: {e}", file=sys.stderr)
-    return 0 if not result.failures else 1
+    return print_league(result, f"Loong league: {args.games} games a pairing on each of {len(config.maps)} maps",
+                        as_json=args.json, png=args.png, maps=list(config.maps))
 
 
 def register(subparsers) -> None:

@@ -1,0 +1,69 @@
+"""Pieces every ``arena`` subcommand shares: the progress bar, the console, the league tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+
+from games.league import LeagueResult
+
+
+def console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 140)
+
+
+def progress_bar(total: int, label: str, unit: str = "game") -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A tqdm bar on stderr (shown only on a terminal): returns (update to n done, close)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=label, unit=unit, file=sys.stderr, leave=False,
+               disable=total < 2 or not sys.stderr.isatty())
+
+    def update(done: int) -> None:
+        bar.n = done
+        bar.refresh()
+
+    return update, bar.close
+
+
+def league_doc(result: LeagueResult, **extra) -> dict:
+    return {
+        "players": result.players, **extra,
+        "ratings": [r.as_dict() for r in result.ratings],
+        "pairings": result.table(),
+        "failures": [{"a": a, "b": b, "error": e} for a, b, e in result.failures],
+    }
+
+
+def print_league(result: LeagueResult, title: str, *, as_json: bool, png: str | None = None, **extra) -> int:
+    """Print a league as JSON or as Elo and pairing tables (and the plot when asked); exit status 1
+    if a pairing failed."""
+    if png:
+        from ops.plots import league_png
+
+        league_png(result, png, title)
+    if as_json:
+        print(json.dumps(league_doc(result, **extra), indent=2))
+    else:
+        from rich.table import Table
+
+        t = Table(title=title)
+        for col in ("player", "Elo", "95% interval", "games"):
+            t.add_column(col, justify="right")
+        for r in result.ratings:
+            t.add_row(r.player, f"{r.elo:+.0f}", f"{r.low:+.0f} .. {r.high:+.0f}", str(r.games))
+        p = Table(title="pairings (score rate of a against b, Wilson 95%)")
+        for col in ("a", "b", "W-D-L", "score rate", "Wilson 95%", "mean margin"):
+            p.add_column(col, justify="right")
+        for s in result.table():
+            p.add_row(s["a"], s["b"], f"{s['wins']}-{s['draws']}-{s['losses']}", f"{s['score_rate']:.3f}",
+                      f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}")
+        out = console()
+        out.print(t)
+        out.print(p)
+    for a, b, e in result.failures:
+        print(f"pairing {a} vs {b} failed: {e}", file=sys.stderr)
+    return 0 if not result.failures else 1
