@@ -6,6 +6,7 @@ experiment per group) and put its run id in the asset's metadata.
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -92,6 +93,22 @@ class MlflowTracker:
 
 
 @contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive file lock beside a local sqlite store (other stores need none)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri.removeprefix("sqlite:///"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
 def mlflow_run(
     experiment: str, run_name: str, *, tracking_uri: str | None = None, tags: Mapping[str, str] | None = None
 ) -> Iterator[MlflowTracker]:
@@ -99,14 +116,13 @@ def mlflow_run(
     import mlflow
 
     uri = tracking_uri or default_tracking_uri()
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    mlflow.set_tracking_uri(uri)
-    exp = mlflow.get_experiment_by_name(experiment)
-    if exp is None:
-        artifacts = arena_home() / "mlartifacts" / experiment
-        artifacts.mkdir(parents=True, exist_ok=True)
-        mlflow.create_experiment(experiment, artifact_location=artifacts.as_uri())
-    mlflow.set_experiment(experiment)
+    with _store_lock(uri):  # parallel steps must not both create the database or the experiment
+        mlflow.set_tracking_uri(uri)
+        exp = mlflow.get_experiment_by_name(experiment)
+        if exp is None:
+            artifacts = arena_home() / "mlartifacts" / experiment
+            artifacts.mkdir(parents=True, exist_ok=True)
+            mlflow.create_experiment(experiment, artifact_location=artifacts.as_uri())
+        mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=run_name, tags=dict(tags or {})) as run:
         yield MlflowTracker(run)
