@@ -118,3 +118,48 @@ def loong_league(
     if result.failures:
         raise dg.Failure(f"{len(result.failures)} pairings failed: {result.failures}", metadata=meta)
     return dg.MaterializeResult(metadata=meta)
+
+
+SELFPLAY = {"test": dict(games=3, size=12, max_rounds=30, batch_size=3),
+            "small": dict(games=64, size=24, max_rounds=200, batch_size=64),
+            "full": dict(games=4096, size=48, max_rounds=500, batch_size=4096)}
+
+
+class SelfPlayAssetConfig(dg.Config):
+    games: int | None = Field(default=None, description="games; None: the profile's (test 3, small 64, full 4096)")
+    size: int | None = Field(default=None, description="map side; None: the profile's")
+    team0: str = Field(default="random", description="batched policy of team 0: random or chaos")
+    team1: str = Field(default="random", description="batched policy of team 1: random or chaos")
+    max_rounds: int | None = Field(default=None, description="round limit; None: the profile's")
+    scheduler_k: int = Field(default=0, description="parallel-turn waves of k dragons (0: strict id order)")
+    seed: int = Field(default=0, description="map and match seeds derive from it")
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"})
+def loong_selfplay_games(
+    context: dg.AssetExecutionContext, config: SelfPlayAssetConfig, artifact_store: ArtifactStoreResource,
+    profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """Batched self-play games on the tensor simulator, written as reference replays (verified to re-simulate)."""
+    from ops.loong_selfplay import SelfPlayConfig
+    from ops.loong_selfplay import run as run_selfplay
+
+    base = SELFPLAY[profile.checked()]
+    cfg = SelfPlayConfig(**{**base, **{k: v for k, v in {"games": config.games, "size": config.size,
+                                                         "max_rounds": config.max_rounds}.items() if v},
+                            "team0": config.team0, "team1": config.team1, "scheduler_k": config.scheduler_k,
+                            "seed": config.seed})
+    version = version_id(context)
+    out = artifact_store.store().dir(GROUP, "loong_selfplay_games", version)
+    r = run_selfplay(cfg, out)
+    artifact_store.store().publish(GROUP, "loong_selfplay_games", version)
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(out)),
+        "games": dg.MetadataValue.int(len(r.replays)),
+        "team0_wins": dg.MetadataValue.int(r.wins[0]),
+        "team1_wins": dg.MetadataValue.int(r.wins[1]),
+        "draws": dg.MetadataValue.int(r.wins[2]),
+        "dragon_turns": dg.MetadataValue.int(r.turns),
+        "dragon_turns_per_second": dg.MetadataValue.float(r.turns / r.seconds if r.seconds else 0.0),
+        "verified_replay": dg.MetadataValue.path(r.verified),
+    })

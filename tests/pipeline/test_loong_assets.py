@@ -31,3 +31,20 @@ def test_build_then_league(tmp_path, monkeypatch):
     players = {r["player"] for r in league["ratings"]}
     assert players == {"foil", "random", "build:" + build["build_id"].value}
     assert meta["mlflow_run_id"].value
+
+
+def test_selfplay_games_write_verified_replays(tmp_path):
+    from assets.loong import loong_selfplay_games
+    from games.loong.replay import load_replay, verify_replay
+
+    resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+                 "profile": ProfileResource(name="test")}
+    result = dg.materialize([loong_selfplay_games], resources=resources,
+                            run_config={"ops": {"loong_selfplay_games": {"config": {"team1": "chaos"}}}})
+    assert result.success
+    meta = result.asset_materializations_for_node("loong_selfplay_games")[0].metadata
+    replays = sorted(Path(meta["path"].value).glob("*.json"))
+    assert len(replays) == meta["games"].value == 3
+    assert meta["dragon_turns"].value > 0
+    for r in replays:
+        verify_replay(load_replay(r))

@@ -1,0 +1,228 @@
+"""Batched observations of the Loong simulator as planes (layout: docs/loong-planes.md).
+
+``observe(sim)`` describes every lane's current dragon; ``observe(sim, slots=[B, k])`` the next k
+dragons of each lane (the parallel-turn scheduler). The local part holds only what the dragon's real
+observation holds (games/loong/observation.py: 7 x 7 window, own body, inbox, echoes, counts); the
+``full`` planes are the privileged whole-board state for a teacher, from the same dragon's viewpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+from games.loong.maps import KELP, PORTAL
+from gpu.kernels.loong_window import window_gather
+from gpu.loong_sim import gat
+from gpu.loong_tables import GOLDEN, LOCAL_CHANNELS, MAX_TEAM, WINDOW, mix64
+
+VECTOR_SIZE = 48
+FULL_CHANNELS = 32
+MOVE_FEATURES = 6  # per direction: kelp, portal, target visible, target blocked, pearl at target, looks safe
+__all__ = ["GOLDEN", "LOCAL_CHANNELS", "LoongObs", "dragon_stream", "full_planes", "mix64", "observe", "same_inputs"]
+@dataclass
+class LoongObs:
+    """One row per observed dragon (n = B, or B * k for the scheduler). ``valid`` is False for rows
+    without a dragon (finished lanes, padding); their other fields are meaningless."""
+
+    lane: torch.Tensor  # [n] lane index
+    slot: torch.Tensor  # [n] slot in the lane
+    valid: torch.Tensor  # [n] bool
+    dragon_id: torch.Tensor  # [n]
+    team: torch.Tensor  # [n]
+    length: torch.Tensor  # [n]
+    team_living: torch.Tensor  # [n]
+    rng: torch.Tensor  # [n] int64: the dragon's SplitMix64 state before this turn (see gpu.loong_policy)
+    local: torch.Tensor  # [n, LOCAL_CHANNELS, 7, 7] float32
+    vector: torch.Tensor  # [n, VECTOR_SIZE] float32
+    safe: torch.Tensor  # [n, 4] bool: MOVE d does not look fatal from the window (bots.looks_safe)
+    echoes: torch.Tensor  # [n, 5]
+    inbox_n: torch.Tensor  # [n]
+    inbox_v: torch.Tensor  # [n, IB] int64 (uint64 bits), arrival order; entries >= inbox_n are 0 ([n, 0]
+    inbox_d: torch.Tensor  # [n, IB] int64 arrival direction                    when planes=False)
+    full: torch.Tensor | None = None  # [n, FULL_CHANNELS, H, W] float32 when asked for
+
+    def select(self, rows: torch.Tensor) -> LoongObs:
+        """The observation restricted to ``rows`` (index tensor)."""
+        return LoongObs(**{f.name: None if getattr(self, f.name) is None else getattr(self, f.name)[rows]
+                           for f in fields(self)})
+
+
+def dragon_stream(seed: torch.Tensor, dragon_id: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
+    """State of dragon ``dragon_id``'s SplitMix64 stream (rules decision 17) after ``turns`` draws."""
+    return mix64(seed + (dragon_id + 1) * GOLDEN) + turns * GOLDEN
+
+
+def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: bool = True) -> LoongObs:
+    """Observations of ``slots`` ([B] or [B, k]; default: each lane's current actor). ``planes=False``
+    skips the local planes and vector (left empty) for policies that read only ``safe``, ``length``
+    and ``rng``; ``full=True`` adds the privileged whole-board planes."""
+    if slots is None:
+        slots = sim.actor
+    lane = sim.lanes
+    if slots.dim() == 2:
+        lane = lane.repeat_interleave(slots.shape[1])
+        slots = slots.reshape(-1)
+    S, N = sim.S, sim.N
+    valid = slots < S
+    slot = torch.where(valid, slots, S)
+    fa = lane * (S + 1) + slot
+    L, head, tail = gat(sim.slen, fa), gat(sim.headc, fa), sim.tail_of(fa)
+    team, dragon_id = gat(sim.steam, fa), gat(sim.sid, fa)
+    mi = gat(sim.lane_map, lane)
+    moves, safe = _move_features(sim, lane, mi, slot, head, tail, L, planes)
+    living = gat(sim.living, lane * 2 + team)
+    echoes = sim.echo.view(-1, 5).index_select(0, fa)
+    inbox_n = gat(sim.inbox_n, fa)
+    rng = gat(sim.dseed, fa) + gat(sim.nturn, fa) * GOLDEN
+    n = lane.shape[0]
+    if planes:
+        keep = torch.arange(sim.IB, device=sim.device)[None] < inbox_n[:, None]
+        inbox_v = sim.inbox_v.view(-1, sim.IB).index_select(0, fa).masked_fill_(~keep, 0)
+        inbox_d = sim.inbox_d.view(-1, sim.IB).index_select(0, fa).long().masked_fill_(~keep, 0)
+        local = _local_planes(sim, lane, slot, team, mi * N + head)
+        vector = _vector(sim, lane, dragon_id, team, living, L, head, fa, echoes, inbox_n, inbox_d, keep, moves)
+    else:
+        local = torch.zeros(n, 0, WINDOW, WINDOW, device=sim.device)
+        vector = torch.zeros(n, 0, device=sim.device)
+        inbox_v = inbox_d = torch.zeros(n, 0, dtype=torch.int64, device=sim.device)
+    obs = LoongObs(lane, slot, valid, dragon_id, team, L, living, rng, local, vector, safe, echoes, inbox_n,
+                   inbox_v, inbox_d)
+    if full:
+        obs.full = full_planes(sim, lane, slot)
+    return obs
+
+
+def _local_planes(sim, lane, slot, team, key) -> torch.Tensor:
+    """``[n, LOCAL_CHANNELS, 7, 7]`` for windows centred on map cells ``key`` (= map * N + head cell)."""
+    t = sim.bank.t
+    n = lane.shape[0]
+    out = t["static_win"].index_select(0, key)
+    cells = t["window"].index_select(0, key)
+    occ_w, pearl_w = window_gather(sim.occ, sim.pearl, cells, lane, backend=sim.backend)
+    mi = key // sim.N
+    out[:, 10] = _countdowns(sim, lane, mi[:, None] * sim.N + cells) / 40.0
+    _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells, out[:, 11:])
+    return out.view(n, LOCAL_CHANNELS, WINDOW, WINDOW)
+
+
+def _countdowns(sim, lane: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Spawn countdown (after this round's tick) of each map cell ``keys [n, C]`` in ``lane``; 0 where none."""
+    spi = gat(sim.bank.t["spawn_of_cell"], keys)
+    sp = sim.cd.shape[1]
+    cd = gat(sim.cd, lane[:, None] * sp + spi.clamp(min=0))
+    return cd.masked_fill_(spi < 0, 0).float()
+
+
+def _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells, out: torch.Tensor) -> None:
+    """Writes ``out [n, 10, C]``: pearl, own seg/head/tail, ally seg/head, enemy seg/head, other tail,
+    queen seg."""
+    S = sim.S
+    has = occ_w >= 0
+    os_ = torch.where(has, occ_w, S)
+    fo = lane[:, None] * (S + 1) + os_
+    oteam = gat(sim.steam, fo)
+    ohead = gat(sim.headc, fo) == cells
+    otail = gat(sim.tailc, fo) == cells
+    own = has & (os_ == slot[:, None])
+    ally = has & ~own & (oteam == team[:, None])
+    enemy = has & (oteam != team[:, None])
+    queen = has & (gat(sim.sid, fo) < 2)
+    planes = [pearl_w, own, own & ohead, own & otail, ally, ally & ohead, enemy, enemy & ohead,
+              has & ~own & otail, queen]
+    for j, p in enumerate(planes):
+        out[:, j] = p
+
+
+def _move_features(sim, lane, mi, slot, head, tail, L, planes: bool = True):
+    """``[n, 4, MOVE_FEATURES]`` (None unless ``planes``) and ``safe [n, 4]``, judged like
+    games.loong.bots.looks_safe: a portal target outside the window is unseen (and assumed safe); the own
+    tail is safe without a pearl."""
+    step = sim.bank.t["step"].view(-1, 16).index_select(0, mi * sim.N + head).view(-1, 4, 4)
+    target, kind, visible = step[..., 0], step[..., 2], step[..., 3] > 0
+    flat = lane[:, None] * (sim.N + 1) + target
+    occ_t, pearl_t = gat(sim.occ, flat), gat(sim.pearl, flat)
+    own_tail = (occ_t == slot[:, None]) & (target == tail[:, None]) & (L[:, None] >= 2) & ~pearl_t
+    blocked = visible & (occ_t >= 0) & ~own_tail
+    kelp = kind == KELP
+    safe = ~kelp & ~blocked
+    if not planes:
+        return None, safe
+    feats = torch.stack([kelp, kind == PORTAL, visible, blocked, visible & pearl_t, safe], -1)
+    return feats.float(), safe
+
+
+def _vector(sim, lane, dragon_id, team, living, L, head, fa, echoes, inbox_n, inbox_d, keep, moves):
+    """``[n, VECTOR_SIZE]`` (layout: docs/loong-planes.md)."""
+    n = lane.shape[0]
+    out = torch.empty(n, VECTOR_SIZE, device=sim.device)
+    out[:, 0] = gat(sim.round, lane) / sim.max_rounds
+    out[:, 1], out[:, 2] = sim.W / 64, sim.H / 64
+    out[:, 3], out[:, 4] = team, dragon_id < 2
+    out[:, 5], out[:, 6] = living / MAX_TEAM, L / 64
+    heading = gat(sim.shead, fa)
+    out[:, 7:12] = 0
+    out[:, 7:12].scatter_(1, torch.where(heading < 0, 4, heading)[:, None], 1.0)
+    out[:, 12:17] = echoes
+    out[:, 17] = inbox_n
+    out[:, 18:22] = 0
+    out[:, 18:22].scatter_add_(1, inbox_d, keep.float())
+    out[:, 22], out[:, 23] = (head % sim.W) / sim.W, (head // sim.W) / sim.H
+    out[:, 24:] = moves.view(n, -1)
+    return out
+
+
+def full_planes(sim, lane: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
+    """``[n, FULL_CHANNELS, H, W]``: the whole board from dragon ``slot``'s viewpoint (docs/loong-planes.md)."""
+    S, N, dev = sim.S, sim.N, sim.device
+    n = lane.shape[0]
+    t = sim.bank.t
+    mi = sim.lane_map[lane]
+    keys = mi[:, None] * N + torch.arange(N, device=dev)
+    static = t["static"][keys]
+    static[..., 10] = _countdowns(sim, lane, keys) / 40.0
+    cells = torch.arange(N, device=dev).expand(n, N)
+    occ_c, pearl_c = window_gather(sim.occ, sim.pearl, cells.contiguous(), lane, backend="torch")
+    team = gat(sim.steam, lane * (S + 1) + slot)
+    dyn = torch.empty(n, 10, N, device=dev)
+    _occupant_planes(sim, lane, slot, team, occ_c, pearl_c, cells, dyn)
+    dyn = dyn.permute(0, 2, 1)
+    extra = torch.zeros(n, N + 1, 3, device=dev)
+    extra[..., 0] = _segment_index(sim, lane)
+    fa = lane * (S + 1) + slot
+    win = t["window"][mi * N + sim.head_of(fa)]
+    extra[..., 1].scatter_(1, win, 1.0)
+    aid = sim.sid.view(-1)[fa]
+    later = (sim.sid[lane] > aid[:, None]) & (sim.sid[lane] < sim.limit[lane][:, None])
+    has = occ_c >= 0
+    extra[..., :N, 2] = (has & later.gather(1, torch.where(has, occ_c, S))).float()
+    portal = t["portal_off"].view(-1, N, 8)[mi]
+    planes = torch.cat([static, dyn, extra[:, :N], portal], -1)
+    return planes.permute(0, 2, 1).reshape(n, FULL_CHANNELS, sim.H, sim.W)
+
+
+def _segment_index(sim, lane: torch.Tensor) -> torch.Tensor:
+    """``[n, N + 1]``: each segment's index from its dragon's head / 64 (0 where no segment)."""
+    R, N = sim.R, sim.N
+    slen, hpos = sim.slen[lane], sim.hpos[lane]
+    lmax = max(int(slen.max()), 1)
+    i = torch.arange(lmax, device=sim.device)
+    pos = (hpos[..., None] - i) % R
+    cells = sim.ring[lane].gather(2, pos).long()
+    body = (i < slen[..., None]) & (sim.sid[lane] >= 0)[..., None]
+    out = torch.zeros(lane.shape[0], N + 1, device=sim.device)
+    out.scatter_(1, torch.where(body, cells, N).view(lane.shape[0], -1),
+                 (i.float() / 64).expand_as(pos).reshape(lane.shape[0], -1))
+    out[:, N] = 0
+    return out
+
+
+def same_inputs(a: LoongObs, b: LoongObs) -> torch.Tensor:
+    """``[n]`` bool: two observations of the same dragon hold the same policy inputs: local planes and
+    vector (when built), move safety, length, team count, inbox, echoes and random stream."""
+    eq = (a.local == b.local).flatten(1).all(1) & (a.vector == b.vector).all(1)
+    eq &= (a.safe == b.safe).all(1) & (a.length == b.length) & (a.team_living == b.team_living)
+    eq &= (a.inbox_v == b.inbox_v).all(1) & (a.inbox_d == b.inbox_d).all(1) & (a.inbox_n == b.inbox_n)
+    eq &= (a.echoes == b.echoes).all(1) & (a.rng == b.rng)
+    return eq & (a.dragon_id == b.dragon_id) & a.valid & b.valid
