@@ -96,7 +96,7 @@ def celldiv_tier_league(
 
 # --------------------------------------------------------------------------------- the full league
 LEAGUE_PLAYERS = ["random", "easy", "medium", "hard", "hard-trained", "switching", "elite", "teacher"]
-LEAGUE_GAMES = {"test": 4, "small": 40, "full": 200}
+LEAGUE_GAMES = {"test": 4, "small": 24, "full": 200}
 TEACHER_SIMULATIONS = {"test": 4, "small": 16, "full": 128}
 # (stronger, weaker): each must keep scoring over half against the other
 ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("elite", "medium"),
@@ -105,7 +105,7 @@ ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("el
 
 class FullLeagueConfig(dg.Config):
     players: list[str] = Field(default=LEAGUE_PLAYERS, description="players; trained ones load from the store")
-    games: int | None = Field(default=None, description="games per pairing; None: test 4, small 40, full 200")
+    games: int | None = Field(default=None, description="games per pairing; None: test 4, small 24, full 200")
     teacher_simulations: int | None = Field(
         default=None, description="PUCT simulations a move for 'teacher'; None: test 4, small 16, full 128")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
