@@ -31,22 +31,7 @@ static inline int iabs(int a) { return a < 0 ? -a : a; }
 static inline int fmod_(int v, int m) { int r = v % m; return r < 0 ? r + m : r; }  // Python's v % m
 
 // ---- rng (games/loong/rng.py) ----
-static uint64_t rng_state;
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static uint64_t rng_next(void) {
-    rng_state += 0x9E3779B97F4A7C15ull;
-    return mix64(rng_state);
-}
-// (next() * n) >> 64 for n < 2^32
-static uint32_t rng_below(uint32_t n) {
-    uint64_t x = rng_next();
-    uint64_t t = (x >> 32) * n + (((x & 0xFFFFFFFFull) * n) >> 32);
-    return (uint32_t)(t >> 32);
-}
+#include "splitmix64.h"
 
 // ---- sonar messages ----
 typedef struct {
