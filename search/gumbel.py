@@ -28,8 +28,8 @@ from typing import Literal
 import numpy as np
 
 from search._tree import ChildStats, Forest, Selector
-from search.policy import completed_q, masked_log, masked_softmax, sigma, visit_policy
-from search.puct import puct_selector
+from search.policy import completed_q, masked_log, masked_softmax, sigma
+from search.puct import puct_selector, root_output
 from search.types import Evaluator, GameAdapter, GumbelOutput, State
 
 
@@ -226,15 +226,5 @@ def _output(
         improved[i] = _improved_policy(h.stats(), **q_args)[0]
         considered[i, h.considered] = True
         sims[i] = visits[i].sum()
-    return GumbelOutput(
-        visit_counts=visits,
-        q_values=forest.root_q(),
-        root_value=forest.root_value(),
-        policy=visit_policy(visits, temperature),
-        simulations=sims,
-        evaluator_calls=forest.evaluator_calls,
-        evaluated_states=forest.evaluated_states,
-        action=action,
-        improved_policy=improved,
-        considered=considered,
-    )
+    return root_output(forest, sims, temperature, GumbelOutput, action=action, improved_policy=improved,
+                       considered=considered)

@@ -106,15 +106,21 @@ def _add_root_noise(forest: Forest, *, rng: np.random.Generator, alpha: float, f
 
 
 def _output(forest: Forest, *, num_simulations: int, temperature: float) -> SearchOutput:
-    visits = forest.root_visits()
     sims = np.zeros(len(forest.states), np.int64)
     sims[forest.live] = num_simulations
-    return SearchOutput(
+    return root_output(forest, sims, temperature)
+
+
+def root_output(forest: Forest, simulations: np.ndarray, temperature: float, output_type=SearchOutput, **extra):
+    """The roots' statistics as ``output_type`` (a SearchOutput), with ``extra`` fields added."""
+    visits = forest.root_visits()
+    return output_type(
         visit_counts=visits,
         q_values=forest.root_q(),
         root_value=forest.root_value(),
         policy=visit_policy(visits, temperature),
-        simulations=sims,
+        simulations=simulations,
         evaluator_calls=forest.evaluator_calls,
         evaluated_states=forest.evaluated_states,
+        **extra,
     )

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import torch
 
 from games.celldiv.match import play_game, play_match
 from games.celldiv.players import make_player
@@ -19,16 +18,6 @@ from ops.tracking import NullTracker
 
 TEACHER = replace(celldiv_teacher.PROFILES["test"], iterations=1, data_games=24)
 STUDENT = replace(celldiv_distill.PROFILES["test"], epochs=6)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """One thread per test process: the CPU is shared (pytest -n 2), and oversubscribed threads
-    make small forward passes many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -30,16 +30,6 @@ from ops.celldiv_teacher import (
 CONFIG = PROFILES["test"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """One thread per test process: the CPU is shared (pytest -n 2), and oversubscribed threads
-    make small forward passes many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """One round, then a second call that resumes to two rounds, then the teacher data."""
