@@ -15,7 +15,24 @@ import torch
 from games.loong.maps import KELP, PORTAL
 from gpu.kernels.loong_window import window_gather
 from gpu.loong_sim import gat
-from gpu.loong_tables import GOLDEN, LOCAL_CHANNELS, MAX_TEAM, WINDOW, mix64
+from gpu.loong_tables import (
+    DSEED,
+    ECHO,
+    FIELDS,
+    GOLDEN,
+    HEADC,
+    INBOX_N,
+    LOCAL_CHANNELS,
+    MAX_TEAM,
+    NTURN,
+    SHEAD,
+    SLEN,
+    TAILC,
+    TEAM,
+    WINDOW,
+    mix64,
+    unpack_step,
+)
 
 VECTOR_SIZE = 48
 FULL_CHANNELS = 32
@@ -67,22 +84,23 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
     S, N = sim.S, sim.N
     valid = slots < S
     slot = torch.where(valid, slots, S)
-    fa = lane * (S + 1) + slot
-    L, head, tail = gat(sim.slen, fa), gat(sim.headc, fa), sim.tail_of(fa)
-    team, dragon_id = gat(sim.steam, fa), gat(sim.sid, fa)
+    fa = slot * sim.B + lane
+    row = sim.rows(fa)
+    L, head, tail, team = row[:, SLEN], row[:, HEADC], row[:, TAILC], row[:, TEAM]
+    dragon_id = gat(sim.sid_t, fa)
     mi = gat(sim.lane_map, lane)
     moves, safe = _move_features(sim, lane, mi, slot, head, tail, L, planes)
     living = gat(sim.living, lane * 2 + team)
-    echoes = sim.echo.view(-1, 5).index_select(0, fa)
-    inbox_n = gat(sim.inbox_n, fa)
-    rng = gat(sim.dseed, fa) + gat(sim.nturn, fa) * GOLDEN
+    echoes, inbox_n = row[:, ECHO: ECHO + 5], row[:, INBOX_N]
+    rng = row[:, DSEED] + row[:, NTURN] * GOLDEN
     n = lane.shape[0]
     if planes:
         keep = torch.arange(sim.IB, device=sim.device)[None] < inbox_n[:, None]
-        inbox_v = sim.inbox_v.view(-1, sim.IB).index_select(0, fa).masked_fill_(~keep, 0)
-        inbox_d = sim.inbox_d.view(-1, sim.IB).index_select(0, fa).long().masked_fill_(~keep, 0)
+        inbox_v = sim.inbox_vt.view(-1, sim.IB).index_select(0, fa).masked_fill_(~keep, 0)
+        inbox_d = sim.inbox_dt.view(-1, sim.IB).index_select(0, fa).long().masked_fill_(~keep, 0)
         local = _local_planes(sim, lane, slot, team, mi * N + head)
-        vector = _vector(sim, lane, dragon_id, team, living, L, head, fa, echoes, inbox_n, inbox_d, keep, moves)
+        vector = _vector(sim, lane, dragon_id, team, living, L, head, row[:, SHEAD], echoes, inbox_n, inbox_d, keep,
+                         moves)
     else:
         local = torch.zeros(n, 0, WINDOW, WINDOW, device=sim.device)
         vector = torch.zeros(n, 0, device=sim.device)
@@ -110,8 +128,7 @@ def _local_planes(sim, lane, slot, team, key) -> torch.Tensor:
 def _countdowns(sim, lane: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Spawn countdown (after this round's tick) of each map cell ``keys [n, C]`` in ``lane``; 0 where none."""
     spi = gat(sim.bank.t["spawn_of_cell"], keys)
-    sp = sim.cd.shape[1]
-    cd = gat(sim.cd, lane[:, None] * sp + spi.clamp(min=0))
+    cd = gat(sim.fire_t, spi.clamp(min=0) * sim.B + lane[:, None]) - gat(sim.round, lane)[:, None]
     return cd.masked_fill_(spi < 0, 0).float()
 
 
@@ -121,14 +138,15 @@ def _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells, out: torch.Te
     S = sim.S
     has = occ_w >= 0
     os_ = torch.where(has, occ_w, S)
-    fo = lane[:, None] * (S + 1) + os_
-    oteam = gat(sim.steam, fo)
-    ohead = gat(sim.headc, fo) == cells
-    otail = gat(sim.tailc, fo) == cells
+    fo = os_ * sim.B + lane[:, None]
+    orow = sim.rows(fo.reshape(-1)).view(*fo.shape, FIELDS)
+    oteam = orow[..., TEAM]
+    ohead = orow[..., HEADC] == cells
+    otail = orow[..., TAILC] == cells
     own = has & (os_ == slot[:, None])
     ally = has & ~own & (oteam == team[:, None])
     enemy = has & (oteam != team[:, None])
-    queen = has & (gat(sim.sid, fo) < 2)
+    queen = has & (gat(sim.sid_t, fo) < 2)
     planes = [pearl_w, own, own & ohead, own & otail, ally, ally & ohead, enemy, enemy & ohead,
               has & ~own & otail, queen]
     for j, p in enumerate(planes):
@@ -139,21 +157,23 @@ def _move_features(sim, lane, mi, slot, head, tail, L, planes: bool = True):
     """``[n, 4, MOVE_FEATURES]`` (None unless ``planes``) and ``safe [n, 4]``, judged like
     games.loong.bots.looks_safe: a portal target outside the window is unseen (and assumed safe); the own
     tail is safe without a pearl."""
-    step = sim.bank.t["step"].view(-1, 16).index_select(0, mi * sim.N + head).view(-1, 4, 4)
-    target, kind, visible = step[..., 0], step[..., 2], step[..., 3] > 0
-    flat = lane[:, None] * (sim.N + 1) + target
+    # laid out [4, n] (directions outermost) so that every op runs over long rows; returned as [n, 4] views
+    key = torch.arange(4, device=sim.device)[:, None] + (mi * sim.N + head) * 4
+    target, _, kind, visible = unpack_step(gat(sim.bank.t["step_packed"], key))
+    visible = visible > 0
+    flat = lane * (sim.N + 1) + target
     occ_t, pearl_t = gat(sim.occ, flat), gat(sim.pearl, flat)
-    own_tail = (occ_t == slot[:, None]) & (target == tail[:, None]) & (L[:, None] >= 2) & ~pearl_t
+    own_tail = (occ_t == slot) & (target == tail) & (L >= 2) & ~pearl_t
     blocked = visible & (occ_t >= 0) & ~own_tail
     kelp = kind == KELP
     safe = ~kelp & ~blocked
     if not planes:
-        return None, safe
+        return None, safe.T
     feats = torch.stack([kelp, kind == PORTAL, visible, blocked, visible & pearl_t, safe], -1)
-    return feats.float(), safe
+    return feats.float().transpose(0, 1), safe.T
 
 
-def _vector(sim, lane, dragon_id, team, living, L, head, fa, echoes, inbox_n, inbox_d, keep, moves):
+def _vector(sim, lane, dragon_id, team, living, L, head, heading, echoes, inbox_n, inbox_d, keep, moves):
     """``[n, VECTOR_SIZE]`` (layout: docs/loong-planes.md)."""
     n = lane.shape[0]
     out = torch.empty(n, VECTOR_SIZE, device=sim.device)
@@ -161,7 +181,6 @@ def _vector(sim, lane, dragon_id, team, living, L, head, fa, echoes, inbox_n, in
     out[:, 1], out[:, 2] = sim.W / 64, sim.H / 64
     out[:, 3], out[:, 4] = team, dragon_id < 2
     out[:, 5], out[:, 6] = living / MAX_TEAM, L / 64
-    heading = gat(sim.shead, fa)
     out[:, 7:12] = 0
     out[:, 7:12].scatter_(1, torch.where(heading < 0, 4, heading)[:, None], 1.0)
     out[:, 12:17] = echoes
@@ -169,7 +188,7 @@ def _vector(sim, lane, dragon_id, team, living, L, head, fa, echoes, inbox_n, in
     out[:, 18:22] = 0
     out[:, 18:22].scatter_add_(1, inbox_d, keep.float())
     out[:, 22], out[:, 23] = (head % sim.W) / sim.W, (head // sim.W) / sim.H
-    out[:, 24:] = moves.view(n, -1)
+    out[:, 24:] = moves.reshape(n, -1)
     return out
 
 
@@ -184,16 +203,16 @@ def full_planes(sim, lane: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
     static[..., 10] = _countdowns(sim, lane, keys) / 40.0
     cells = torch.arange(N, device=dev).expand(n, N)
     occ_c, pearl_c = window_gather(sim.occ, sim.pearl, cells.contiguous(), lane, backend="torch")
-    team = gat(sim.steam, lane * (S + 1) + slot)
+    fa = slot * sim.B + lane
+    team = gat(sim.tab, fa * FIELDS + TEAM)
     dyn = torch.empty(n, 10, N, device=dev)
     _occupant_planes(sim, lane, slot, team, occ_c, pearl_c, cells, dyn)
     dyn = dyn.permute(0, 2, 1)
     extra = torch.zeros(n, N + 1, 3, device=dev)
     extra[..., 0] = _segment_index(sim, lane)
-    fa = lane * (S + 1) + slot
     win = t["window"][mi * N + sim.head_of(fa)]
     extra[..., 1].scatter_(1, win, 1.0)
-    aid = sim.sid.view(-1)[fa]
+    aid = gat(sim.sid_t, fa)
     later = (sim.sid[lane] > aid[:, None]) & (sim.sid[lane] < sim.limit[lane][:, None])
     has = occ_c >= 0
     extra[..., :N, 2] = (has & later.gather(1, torch.where(has, occ_c, S))).float()

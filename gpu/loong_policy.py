@@ -45,11 +45,13 @@ def unit(u: torch.Tensor) -> torch.Tensor:
 
 
 def pick(mask: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Uniform choice among the True entries of ``mask [n, 4]`` (all four when none), as RandomBot."""
-    mask = torch.where(mask.any(1, keepdim=True), mask, torch.ones_like(mask))
-    r = below(u, mask.sum(1))
-    rank = mask.long().cumsum(1) - 1
-    return ((mask & (rank == r[:, None])).long() * torch.arange(4, device=u.device)).sum(1)
+    """Uniform choice among the True entries of ``mask [n, 4]`` (all four when none), as RandomBot: the
+    r-th allowed direction in N, E, S, W order, r = below(u, count): the number of directions with at most
+    r allowed ones up to and including them. Works on the [4, n] transpose (the observation's own layout),
+    so every op runs over n."""
+    m = mask.T
+    rank = (m | ~m.any(0)).long().cumsum(0)
+    return (rank <= below(u, rank[3])).sum(0)
 
 
 def _act(n: int, cap: int, device) -> torch.Tensor:

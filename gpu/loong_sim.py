@@ -14,15 +14,26 @@ finished lanes can be reset while the others play on::
 State (one row per lane; S = 128 dragon slots + 1 trash slot; N = W * H cells + 1 trash cell):
     occ [B, N+1]           slot of the dragon with a segment in the cell, -1 none
     pearl [B, N+1]         bool
-    sid/steam/hpos/slen/shead/headc/tailc/nturn/dseed [B, S+1]
-                           slot's dragon id (-1 free), team, ring position of the head, length,
-                           heading (-1 none), head and tail cells, turns taken and the dragon's seed
-                           (the random policies' SplitMix64 stream: dseed + nturn * golden)
-    ring [B, S+1, R]       int16 body cells: segment i (0 = head) at position (hpos - i) mod R
-    echo [B, S+1, 5], inbox_n [B, S+1], inbox_v [B, S+1, IB] (uint64 bits), inbox_d [B, S+1, IB]
+    sid_t [S+1, B]         dragon id of each slot (-1 free); slot-major, because the acting order scans it
+                           every step (``sid`` is its [B, S+1] view)
+    tab [S+1, B, FIELDS]   the slot table (gpu.loong_tables): per slot the team, ring position of the head,
+                           length, heading (-1 none), head and tail cells, turns taken, inbox count, the
+                           dragon's seed (the random policies' SplitMix64 stream: dseed + nturn * golden)
+                           and the five echo counters. One gather reads a whole dragon; ``steam``, ``hpos``,
+                           ``slen``, ``shead``, ``headc``, ``tailc``, ``nturn``, ``inbox_n``, ``dseed``
+                           ([B, S+1]) and ``echo`` ([B, S+1, 5]) are views.
+Per-slot state is slot-major ([S+1, B, ...]; ``ring``, ``inbox_v``, ``inbox_d`` are [B, S+1, ...] views):
+lanes use the low slots, so the rows a step touches sit together in memory; a flat slot index is
+``slot * B + lane``.
+    ring_t [S+1, B, R]     int16 body cells: segment i (0 = head) at position (hpos - i) mod R
+    inbox_vt [S+1, B, IB] (uint64 bits), inbox_dt [S+1, B, IB]
     id_team, id_head [B, IC] team of every id ever used (-1 unused) and the heading of dead ids
-    cd/period/spawn_cell [B, SP], round, next_id, result, reason, actor, living [B, 2]
-    queue/qid [B, S+1], qlen, qpos, limit [B]: this round's acting order (slots sorted by id) and position
+    fire_t/period_t/spawn_cell_t [SP, B] the round in which each spawn tile fires next, its period and its
+                           cell (N = padding). The countdown of the rules is fire_t - round (``cd``,
+                           [B, SP]), so rounds begin without touching every tile.
+    round, next_id, result, reason, actor, living [B, 2]
+    limit [B]              next_id when the round began: this round's actors are the living dragons with
+                           ids below it, in ascending id order (a dragon born this round waits)
 Slots are reused, ids never (next_id). Capacities: S = 128 is exact (64 living per team). R (ring,
 default min(W*H, 256)) and IB (inbox, default 32) are caps: a lane that would exceed one is flagged in
 ``overflow`` and ``step`` raises CapacityError, so a result is never silently wrong. IC grows on demand.
@@ -33,6 +44,11 @@ Actions ``act [B, 2 + sprint_cap]`` int64, one row per lane: ``[kind, arg, d1 ..
     SPLIT  (2): arg = k segments
     FORFEIT(3): give up the turn (the dragon dies); any other row that the rules reject also kills.
 Sonar: ``sonar [B, 4]`` int64 (the uint64 value's bits) and ``sonar_mask [B, 4]`` bool (N, E, S, W).
+
+Every per-step operation works on whole [B] tensors (no per-lane Python loop). On a CPU the op count
+and the shape of each op bound the speed: the hot path gathers whole slot rows, writes several fields in
+one scatter, and lays small per-lane lists out as [k, B] (lanes innermost) so that every elementwise op
+runs over long contiguous rows.
 """
 
 from __future__ import annotations
@@ -47,7 +63,24 @@ from games.loong.engine import Game
 from games.loong.maps import NO_HEADING, LoongMap
 from gpu.kernels.loong_move import resolve_move
 from gpu.kernels.loong_raycast import raycast
-from gpu.loong_tables import GOLDEN, MAX_TEAM, SLOTS, MapBank, mix64
+from gpu.loong_tables import (
+    DSEED,
+    ECHO,
+    FIELDS,
+    GOLDEN,
+    HEADC,
+    HPOS,
+    INBOX_N,
+    MAX_TEAM,
+    NTURN,
+    SHEAD,
+    SLEN,
+    SLOTS,
+    TAILC,
+    TEAM,
+    MapBank,
+    mix64,
+)
 
 MOVE, SPRINT, SPLIT, FORFEIT = 0, 1, 2, 3
 RUNNING, WON0, WON1, DRAW = 0, 1, 2, 3
@@ -58,6 +91,7 @@ ECHO_KELP, ECHO_ALLY_BODY, ECHO_ALLY_HEAD, ECHO_ENEMY_BODY, ECHO_ENEMY_HEAD = ra
 DEFAULT_SPRINT_CAP = 8
 DEFAULT_INBOX = 32
 MASK64 = (1 << 64) - 1
+_NO_ID = 1 << 60  # larger than every id: "no candidate" in the min-id searches
 
 
 class CapacityError(RuntimeError):
@@ -72,8 +106,24 @@ class Turn(NamedTuple):
     sonar_mask: torch.Tensor | None = None
 
 
+def _field(k: int, width: int = 0) -> property:
+    if width:
+        return property(lambda self: self.tab[..., k: k + width].transpose(0, 1),
+                        doc=f"[B, S+1, {width}] view of slot-table fields {k}..{k + width - 1}")
+    return property(lambda self: self.tab[..., k].T, doc=f"[B, S+1] view of slot-table field {k}")
+
+
 class LoongSim:
     """B Loong games of one board size on one device. See the module docstring for the state layout."""
+
+    sid = property(lambda self: self.sid_t.T, doc="[B, S+1] view of sid_t")
+    cd = property(lambda self: (self.fire_t - self.round).T, doc="[B, SP] spawn countdowns (a copy)")
+    steam, hpos, slen, shead = _field(TEAM), _field(HPOS), _field(SLEN), _field(SHEAD)
+    headc, tailc, nturn, inbox_n, dseed = _field(HEADC), _field(TAILC), _field(NTURN), _field(INBOX_N), _field(DSEED)
+    echo = _field(ECHO, 5)
+    ring = property(lambda self: self.ring_t.transpose(0, 1), doc="[B, S+1, R] view of ring_t")
+    inbox_v = property(lambda self: self.inbox_vt.transpose(0, 1), doc="[B, S+1, IB] view of inbox_vt")
+    inbox_d = property(lambda self: self.inbox_dt.transpose(0, 1), doc="[B, S+1, IB] view of inbox_dt")
 
     def __init__(
         self,
@@ -97,6 +147,7 @@ class LoongSim:
         self.W, self.H = maps[0].width, maps[0].height
         self.N = self.W * self.H
         self.S = SLOTS
+        self.F = FIELDS
         self.R = ring or min(self.N, 256)
         self.IB, self.cap, self.max_rounds = inbox, sprint_cap, max_rounds
         self.backend = backend
@@ -116,41 +167,53 @@ class LoongSim:
         z = dict(dtype=torch.int64, device=dev)
         self.lane_map = torch.zeros(B, **z)
         self.seed = torch.zeros(B, **z)
-        for name in ("round", "next_id", "result", "reason", "limit", "qlen", "qpos"):
+        for name in ("round", "next_id", "result", "reason", "limit"):
             setattr(self, name, torch.zeros(B, **z))
-        self.queue = torch.full((B, S + 1), S, **z)
-        self.qid = torch.zeros(B, S + 1, **z)
         self.actor = torch.full((B,), S, **z)
         self.living = torch.zeros(B, 2, **z)
         self.occ = torch.full((B, N + 1), -1, **z)
         self.pearl = torch.zeros(B, N + 1, dtype=torch.bool, device=dev)
         sp = max(self.bank.max_spawns, 1)
-        self.cd = torch.zeros(B, sp, **z)
-        self.period = torch.zeros(B, sp, **z)
-        self.spawn_cell = torch.full((B, sp), N, **z)
-        for name in ("sid", "steam", "hpos", "slen", "shead", "headc", "tailc", "nturn", "inbox_n", "dseed"):
-            setattr(self, name, torch.zeros(B, S + 1, **z))
-        self.ring = torch.zeros(B, S + 1, R, dtype=torch.int16, device=dev)
-        self.echo = torch.zeros(B, S + 1, 5, **z)
-        self.inbox_v = torch.zeros(B, S + 1, IB, **z)
-        self.inbox_d = torch.zeros(B, S + 1, IB, dtype=torch.int8, device=dev)
+        self.fire_t = torch.zeros(sp, B, **z)
+        self.period_t = torch.zeros(sp, B, **z)
+        self.spawn_cell_t = torch.full((sp, B), N, **z)
+        self.sid_t = torch.full((S + 1, B), -1, **z)
+        self.tab = torch.zeros(S + 1, B, FIELDS, **z)
+        self.ring_t = torch.zeros(S + 1, B, R, dtype=torch.int16, device=dev)
+        self.inbox_vt = torch.zeros(S + 1, B, IB, **z)
+        self.inbox_dt = torch.zeros(S + 1, B, IB, dtype=torch.int8, device=dev)
         self.id_team = torch.full((B, 2 * SLOTS), -1, dtype=torch.int8, device=dev)
         self.id_head = torch.full((B, 2 * SLOTS), -1, dtype=torch.int8, device=dev)
         self.overflow = torch.zeros(B, dtype=torch.bool, device=dev)
         self.round_ended = torch.zeros(B, dtype=torch.bool, device=dev)
-        self.bS = torch.arange(B, device=dev) * (S + 1)
+        self.trash_fs = S * B + torch.arange(B, device=dev)  # flat index of each lane's trash slot
         self.bN = torch.arange(B, device=dev) * (N + 1)
         self.lanes = torch.arange(B, device=dev)
+        self._none = torch.full((B,), -1, **z)
+        self._cols = {name: torch.tensor(cols, **z)[:, None] for name, cols in _COLS.items()}  # [k, 1]
         self.last: dict[str, torch.Tensor] = {}
         self._id_margin = 0
+        self._tmpl: tuple[int, torch.Tensor] | None = None
         self.slot_hi = 1  # every lane's living dragons sit in slots below this (grows, never shrinks)
 
     def _grow_spawns(self) -> None:
         sp = max(self.bank.max_spawns, 1)
-        extra = sp - self.cd.shape[1]
+        extra = sp - self.fire_t.shape[0]
         if extra > 0:
-            pad = lambda x, v: torch.cat([x, torch.full((self.B, extra), v, dtype=x.dtype, device=x.device)], 1)  # noqa: E731
-            self.cd, self.period, self.spawn_cell = pad(self.cd, 0), pad(self.period, 0), pad(self.spawn_cell, self.N)
+            pad = lambda x, v: torch.cat([x, torch.full((extra, self.B), v, dtype=x.dtype, device=x.device)], 0)  # noqa: E731
+            self.fire_t, self.period_t = pad(self.fire_t, 1 << 40), pad(self.period_t, 0)
+            self.spawn_cell_t = pad(self.spawn_cell_t, self.N)
+
+    def _tmpl_tab(self) -> torch.Tensor:
+        """``[M, S+1, FIELDS]`` the slot table of each bank map at round 0 (cached per bank size)."""
+        if self._tmpl is None or self._tmpl[0] != len(self.bank.maps):
+            t = self.bank.t
+            tab = torch.zeros(len(self.bank.maps), self.S + 1, FIELDS, dtype=torch.int64, device=self.device)
+            for k, name in ((TEAM, "steam"), (HPOS, "hpos"), (SLEN, "slen"), (SHEAD, "shead"),
+                            (HEADC, "headc"), (TAILC, "tailc")):
+                tab[..., k] = t[f"tmpl_{name}"]
+            self._tmpl = (len(self.bank.maps), tab)
+        return self._tmpl[1]
 
     def reset(self, lanes: Sequence[int] | torch.Tensor, maps: Sequence[LoongMap],
               seeds: Sequence[int] | None = None) -> None:
@@ -164,18 +227,17 @@ class LoongSim:
         if seeds is not None:
             self.seed[idx] = torch.as_tensor([s - (1 << 64) if s >= 1 << 63 else s for s in seeds],
                                              dtype=torch.int64, device=self.device)
-        for name in ("occ", "pearl", "sid", "steam", "hpos", "slen", "shead", "headc", "tailc", "ring", "living",
-                     "next_id"):
+        for name in ("occ", "pearl", "living", "next_id"):
             getattr(self, name)[idx] = t[f"tmpl_{name}"][mi]
-        sp = self.cd.shape[1]
-        self.cd[idx] = t["spawn_cd"][mi, :sp]
-        self.period[idx] = t["spawn_period"][mi, :sp]
-        self.spawn_cell[idx] = t["spawn_cell"][mi, :sp]
-        for name in ("round", "result", "reason", "limit", "qlen", "qpos"):
+        self.ring_t[:, idx] = t["tmpl_ring"][mi].transpose(0, 1)
+        self.tab[:, idx] = self._tmpl_tab()[mi].transpose(0, 1)
+        self.sid_t[:, idx] = t["tmpl_sid"][mi].T
+        sp = self.fire_t.shape[0]
+        self.fire_t[:, idx] = t["spawn_cd"][mi, :sp].T  # round 0 + countdown
+        self.period_t[:, idx] = t["spawn_period"][mi, :sp].T
+        self.spawn_cell_t[:, idx] = t["spawn_cell"][mi, :sp].T
+        for name in ("round", "result", "reason", "limit"):
             getattr(self, name)[idx] = 0
-        self.nturn[idx] = 0
-        self.inbox_n[idx] = 0
-        self.echo[idx] = 0
         self.id_team[idx] = -1
         self.id_head[idx] = -1
         self.id_team[idx, : SLOTS] = t["tmpl_id_team"][mi].to(torch.int8)
@@ -208,8 +270,10 @@ class LoongSim:
         self.occ[b] = -1
         self.pearl[b] = False
         self.pearl[b, : self.N] = torch.as_tensor(list(game.pearls), dtype=torch.bool, device=self.device)
-        self.cd[b, : len(game.countdown)] = torch.as_tensor(game.countdown, dtype=torch.int64, device=self.device)
-        self.sid[b], self.slen[b], self.inbox_n[b], self.echo[b] = -1, 0, 0, 0
+        self.fire_t[: len(game.countdown), b] = game.round + torch.as_tensor(game.countdown, dtype=torch.int64,
+                                                                            device=self.device)
+        self.tab[:, b] = 0
+        self.sid[b] = -1
         self.id_team[b], self.id_head[b] = -1, -1
         slot = 0
         for i in sorted(game.dragons):
@@ -241,16 +305,17 @@ class LoongSim:
         if len(body) > self.R or len(d.inbox) > self.IB:
             raise CapacityError(f"dragon {d.id}: length {len(body)} / inbox {len(d.inbox)} over the caps")
         dev = self.device
-        self.sid[b, slot], self.steam[b, slot], self.shead[b, slot] = d.id, d.team, d.heading
-        self.slen[b, slot], self.hpos[b, slot], self.headc[b, slot] = len(body), len(body) - 1, body[0]
-        self.tailc[b, slot] = body[-1]
-        self.ring[b, slot, : len(body)] = torch.as_tensor(body[::-1], dtype=torch.int16, device=dev)
+        row = self.tab[slot, b]
+        self.sid_t[slot, b] = d.id
+        row[TEAM], row[SHEAD] = d.team, d.heading
+        row[SLEN], row[HPOS], row[HEADC], row[TAILC] = len(body), len(body) - 1, body[0], body[-1]
+        row[ECHO: ECHO + 5] = torch.as_tensor(d.echoes, device=dev)
+        row[INBOX_N] = len(d.inbox)
+        self.ring_t[slot, b, : len(body)] = torch.as_tensor(body[::-1], dtype=torch.int16, device=dev)
         self.occ[b, torch.as_tensor(body, device=dev)] = slot
-        self.echo[b, slot] = torch.as_tensor(d.echoes, device=dev)
-        self.inbox_n[b, slot] = len(d.inbox)
         for j, (v, a) in enumerate(d.inbox):
-            self.inbox_v[b, slot, j] = v - (1 << 64) if v >= 1 << 63 else v
-            self.inbox_d[b, slot, j] = a
+            self.inbox_vt[slot, b, j] = v - (1 << 64) if v >= 1 << 63 else v
+            self.inbox_dt[slot, b, j] = a
 
     def _ensure_ids(self, need: int) -> None:
         """Grow the per-id tables so that ids below ``need`` fit."""
@@ -271,97 +336,91 @@ class LoongSim:
     def all_over(self) -> bool:
         return bool((self.result != RUNNING).all())
 
+    def rows(self, fs: torch.Tensor) -> torch.Tensor:
+        """``[n, FIELDS]`` slot-table rows of flat slot indices ``fs [n]`` (slot * B + lane)."""
+        return self.tab.view(-1, FIELDS).index_select(0, fs)
+
     def actor_ids(self) -> torch.Tensor:
         """``[B]`` id of each lane's current dragon, -1 where the game is over."""
-        return torch.where(self.actor < self.S, self.sid.gather(1, self.actor[:, None])[:, 0], -1)
+        return torch.where(self.actor < self.S, gat(self.sid_t, self.flat_slot(self.actor)), -1)
+
+    def flat_slot(self, slot: torch.Tensor) -> torch.Tensor:
+        """Flat slot indices (slot * B + lane) of ``slot [B]``, one per lane: rows of ``tab`` and ``ring_t``."""
+        return slot * self.B + self.lanes
 
     def head_of(self, fs: torch.Tensor) -> torch.Tensor:
-        """Head cells of flat slot indices ``fs`` (lane * (S+1) + slot), any shape; garbage for free slots."""
-        return gat(self.headc, fs)
+        """Head cells of flat slot indices ``fs`` (slot * B + lane), any shape; garbage for free slots."""
+        return gat(self.tab, fs * FIELDS + HEADC)
 
     def tail_of(self, fs: torch.Tensor) -> torch.Tensor:
-        return gat(self.tailc, fs)
+        return gat(self.tab, fs * FIELDS + TAILC)
 
     def scores(self) -> torch.Tensor:
         """``[B, 2, 3]`` per team: queen length (0 if dead), longest living dragon, total living length."""
-        alive = self.sid >= 0
+        sid, slen, steam = self.sid, self.slen, self.steam
+        alive = sid >= 0
         out = []
         for team in (0, 1):
-            lens = torch.where(alive & (self.steam == team), self.slen, 0)
-            queen = torch.where(self.sid == team, self.slen, 0).sum(1)
+            lens = torch.where(alive & (steam == team), slen, 0)
+            queen = torch.where(sid == team, slen, 0).sum(1)
             out.append(torch.stack([queen, lens.max(1).values, lens.sum(1)], 1))
         return torch.stack(out, 1)
 
     # -- the round -------------------------------------------------------------------------------
+    def _first_after(self, after: torch.Tensor, limit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per lane, the slot of the living dragon with the smallest id in (after, limit), and whether there
+        is one: the next actor of a round (a dragon that died has id -1; one born this round is >= limit)."""
+        sid = self.sid_t[: self.slot_hi]
+        key = torch.where((sid > after) & (sid < limit), sid, _NO_ID)
+        first, slot = key.min(0)
+        return slot, first < _NO_ID
+
     def _round_boundary(self, ended: torch.Tensor, end: bool = True) -> None:
         """Lanes in ``ended`` have finished a round (or were just set up): compare after the last round,
         record the state (hook), then begin the next round and pick its first actor."""
         self.round_ended = ended
-        idx = ended.nonzero()[:, 0]
-        if len(idx) == 0:
+        if not bool(ended.any()):
             return
         if end:
-            self._compare(idx[(self.result[idx] == RUNNING) & (self.round[idx] >= self.max_rounds)])
-        self.actor[idx] = self.S
+            cmp = ended & (self.result == RUNNING) & (self.round >= self.max_rounds)
+            if bool(cmp.any()):
+                self._compare(cmp.nonzero()[:, 0])
+        self.actor = torch.where(ended, self.S, self.actor)
         if self.record_hashes or self.on_round_end is not None:
+            idx = ended.nonzero()[:, 0]
             if self.record_hashes:
                 from gpu.loong_hash import lane_hashes
                 for b, h in zip(idx.tolist(), lane_hashes(self, idx)):
                     self.hashes[b].append(h)
             if self.on_round_end is not None:
                 self.on_round_end(idx)
-        begin = idx[self.result[idx] == RUNNING]
-        if len(begin):
-            self._begin_round(begin)
+        self._begin_round(ended & (self.result == RUNNING))
 
-    def _begin_round(self, idx: torch.Tensor) -> None:
-        """Lanes ``idx``: round += 1; spawn countdowns tick and attempt; the acting order is fixed: the
-        living dragons' slots sorted by id (``queue``, ``qid``, ``qlen``); the first actor is picked."""
-        self.round[idx] += 1
-        cells = self.spawn_cell[idx]
-        tick = cells < self.N
-        cd = self.cd[idx] - tick.long()
-        fire = tick & (cd == 0)
-        self.cd[idx] = torch.where(fire, self.period[idx], cd)
-        flat = (idx * (self.N + 1))[:, None] + cells
-        pf = self.pearl.view(-1)
-        place = fire & ~pf[flat] & (self.occ.view(-1)[flat] < 0)
-        pf[torch.where(place, flat, (idx * (self.N + 1))[:, None] + self.N)] = True
-        self.limit[idx] = self.next_id[idx]
-        hi = self.slot_hi
-        sid = self.sid[idx, :hi]
-        alive = sid >= 0
-        qid, order = torch.where(alive, sid, 1 << 40).sort(1)
-        self.queue[idx, :hi], self.qid[idx, :hi], self.qlen[idx] = order, qid, alive.sum(1)
-        self.qpos[idx] = -1
-        m = torch.zeros(self.B, dtype=torch.bool, device=self.device)
-        m[idx] = True
-        self._advance(m)
-
-    def _advance(self, m: torch.Tensor) -> torch.Tensor:
-        """Lanes in ``m`` move to the next dragon of the round's queue that is still alive (its slot still
-        holds the same id); returns which lanes found one (the others have finished the round)."""
-        self.qpos += m.long()
-        while True:
-            pos = self.bS + self.qpos.clamp(max=self.S)
-            slot = gat(self.queue, pos)
-            inside = self.qpos < self.qlen
-            ok = inside & (gat(self.sid, self.bS + slot) == gat(self.qid, pos))
-            skip = m & inside & ~ok
-            if not bool(skip.any()):
-                break
-            self.qpos += skip.long()
-        self.actor = torch.where(m, torch.where(ok, slot, self.S), self.actor)
-        return ok
+    def _begin_round(self, m: torch.Tensor) -> None:
+        """Lanes in ``m``: round += 1; spawn tiles whose countdown reaches 0 fire (a pearl where the tile is
+        empty) and start over; the round's actors are fixed (the living dragons with ids below ``limit``)
+        and the first is picked."""
+        self.round += m
+        fire = m & (self.fire_t == self.round)
+        self.fire_t += fire * self.period_t
+        at = fire.view(-1).nonzero()[:, 0]
+        if len(at):
+            flat = (at % self.B) * (self.N + 1) + gat(self.spawn_cell_t, at)
+            place = ~gat(self.pearl, flat) & (gat(self.occ, flat) < 0)
+            fill(self.pearl, flat[place], True)
+        self.limit = torch.where(m, self.next_id, self.limit)
+        slot, found = self._first_after(self._none, self.limit)
+        self.actor = torch.where(m & found, slot, self.actor)
 
     def next_slots(self, k: int) -> torch.Tensor:
         """``[B, k]`` slots of the dragons expected to act next: the rest of this round (current actor
         first), then the next round's order as it stands now (a slot may appear twice); S = none."""
         aid = self.actor_ids()
-        alive = (self.sid >= 0) & (aid >= 0)[:, None]
+        sid = self.sid
+        alive = (sid >= 0) & (aid >= 0)[:, None]
         big = 1 << 60
-        now = torch.where(alive & (self.sid >= aid[:, None]) & (self.sid < self.limit[:, None]), self.sid, big)
-        later = torch.where(alive, self.sid + (1 << 40), big)
+        now = torch.where(alive & (sid >= aid[:, None]) & (sid < self.limit[:, None]), sid, big)
+        later = torch.where(alive, sid + (1 << 40), big)
         v = torch.cat([now, later], 1)
         kk = min(k, v.shape[1])
         vals, pos = torch.topk(v, kk, dim=1, largest=False)
@@ -384,22 +443,24 @@ class LoongSim:
         """Play the current dragon's turn in every running lane (or only in ``lanes``, a [B] bool mask)."""
         if torch.is_tensor(turn):
             turn = Turn(turn)
+        S, F = self.S, FIELDS
         act = turn.act.to(self.device, torch.int64)
         if act.shape[1] < 2 + self.cap:
             act = torch.cat([act, act.new_zeros(self.B, 2 + self.cap - act.shape[1])], 1)
-        active = (self.result == RUNNING) & (self.actor < self.S)
+        active = self.actor < S  # the actor is S in finished lanes
         if lanes is not None:
             active &= lanes
         self._ensure_id_room()
         self._killed = False
-        a = torch.where(active, self.actor, self.S)
-        fa = self.bS + a
-        aid = torch.where(active, gat(self.sid, fa), -1)
-        team, length0 = gat(self.steam, fa), gat(self.slen, fa)
+        a = torch.where(active, self.actor, S)
+        fa = a * self.B + self.lanes
+        row = self.rows(fa)
+        aid = torch.where(active, gat(self.sid_t, fa), -1)
+        team, length0 = row[:, TEAM], row[:, SLEN]
         living_team = gat(self.living, self.lanes * 2 + team)
-        fill(self.inbox_n, fa, 0)
-        self.echo.view(-1, 5).index_fill_(0, fa, 0)
-        self.nturn.view(-1).index_add_(0, fa, active.long())
+        flat = self.tab.view(-1)
+        flat.index_fill_(0, (self._cols["turn"] + fa * F).view(-1), 0)  # inbox read, echoes reset
+        flat.index_add_(0, fa * F + NTURN, active.long())
         sonar, smask = turn.sonar, turn.sonar_mask
         if sonar is not None and smask is not None:
             sonar, smask = sonar.to(self.device, torch.int64), smask.to(self.device, torch.bool)
@@ -414,20 +475,21 @@ class LoongSim:
                          "partner": torch.full_like(aid, -1), "born": torch.full_like(aid, -1)}
         else:
             self.last = {"active": active}
-        self._kill(invalid, a)
-        self._steps(act, active, v_move, v_sprint, a, fa, length0)
+        self._steps(act, active, v_move, v_sprint, a, fa, length0, invalid, row)
         if v_split is not None:
             self._split(active & v_split, act[:, 1], a, fa, team)
         if smask is not None and bool(smask.any()):
-            self._sonar(active & (gat(self.sid, fa) >= 0), sonar, smask, fa, team)
+            self._sonar(active & (gat(self.sid_t, fa) >= 0), sonar, smask, fa, team)
         if self._killed:
             self._eliminate(active)
         if bool(self.overflow.any()):
             lanes_over = self.overflow.nonzero()[:, 0].tolist()
             raise CapacityError(f"lanes {lanes_over[:8]} outgrew ring={self.R} or inbox={self.IB}")
-        found = self._advance(active & (self.result == RUNNING))
-        ended = active & ~((self.result == RUNNING) & found)
-        self._round_boundary(ended)
+        running = self.result == RUNNING
+        slot, found = self._first_after(aid, self.limit)
+        go_on = active & running & found
+        self.actor = torch.where(go_on, slot, self.actor)
+        self._round_boundary(active & ~go_on)
 
     def _ensure_id_room(self) -> None:
         """Each step adds at most one id per lane, so one check covers the next ``margin`` steps."""
@@ -441,7 +503,6 @@ class LoongSim:
         """(move, sprint, split) validity per lane; sprint/split are None when no lane asks for one."""
         kind, arg = act[:, 0], act[:, 1]
         v_move = (kind == MOVE) & (arg >= 0) & (arg < 4)
-        v_sprint = v_split = None
         if bool((kind != MOVE).any()):
             dirs = act[:, 2: 2 + self.cap]
             j = torch.arange(self.cap, device=self.device)
@@ -450,92 +511,100 @@ class LoongSim:
             v_sprint = (kind == SPRINT) & (arg >= 2) & (arg <= free + length - 1) & (arg <= self.cap) & dirs_ok
             v_split = (kind == SPLIT) & (arg >= 1) & (arg <= length - 1) & (living_team < MAX_TEAM)
             return v_move, v_sprint, v_split
-        false = torch.zeros_like(v_move)
-        return v_move, false, None
+        return v_move, None, None
 
-    def _steps(self, act, active, v_move, v_sprint, a, fa, length0) -> None:
-        """MOVE is a one-step sprint; sprint step i >= ceil(L/4) first sheds the tail."""
+    def _steps(self, act, active, v_move, v_sprint, a, fa, length0, invalid, row) -> None:
+        """MOVE is a one-step sprint; sprint step i >= ceil(L/4) first sheds the tail. Invalid actions kill
+        the actor along with the first step's deaths (those lanes do not move). ``row``: the actors' rows
+        as the turn began (moves read head, tail, ring position and length)."""
         if v_sprint is None or not bool(v_sprint.any()):
-            self._move(active & v_move, a, fa, act[:, 1].clamp(0, 3))
+            self._move(active & v_move, a, fa, act[:, 1].clamp(0, 3), invalid, row)
             return
+        self._kill(invalid, a)
         nsteps = torch.where(active & v_move, 1, torch.where(active & v_sprint, act[:, 1], 0))
         kmax = int(nsteps.max())
         free = (length0 + 3) // 4
         for i in range(kmax):
             if i == 0:
-                m, d = nsteps > 0, torch.where(v_move, act[:, 1], act[:, 2])
+                self._move(nsteps > 0, a, fa, torch.where(v_move, act[:, 1], act[:, 2]).clamp(0, 3), None, row)
             else:
-                m, d = (nsteps > i) & (gat(self.sid, fa) >= 0), act[:, 2 + i]
+                m = (nsteps > i) & (gat(self.sid_t, fa) >= 0)
                 self._pay_tail(m & v_sprint & (i >= free), fa)
-            self._move(m, a, fa, d.clamp(0, 3))
+                self._move(m, a, fa, act[:, 2 + i].clamp(0, 3), None, self.rows(fa))
 
     def _pay_tail(self, m: torch.Tensor, fa: torch.Tensor) -> None:
-        hp, L = gat(self.hpos, fa), gat(self.slen, fa)
-        fill(self.occ, self.bN + torch.where(m, gat(self.tailc, fa), self.N), -1)
-        put(self.slen, fa, L - m.long())
-        fw = torch.where(m, fa, self.bS + self.S)
-        put(self.tailc, fw, gat(self.ring, fw * self.R + (hp - L + 2) % self.R))
+        F = FIELDS
+        row = self.rows(fa)
+        hp, L = row[:, HPOS], row[:, SLEN]
+        fill(self.occ, self.bN + torch.where(m, row[:, TAILC], self.N), -1)
+        fw = torch.where(m, fa, self.trash_fs)
+        tail = gat(self.ring_t, fw * self.R + (hp - L + 2) % self.R).long()
+        put(self.tab, self._cols["len_tail"] + fw * F, torch.stack([L - 1, tail]))
 
-    def _move(self, m: torch.Tensor, a: torch.Tensor, fa: torch.Tensor, d: torch.Tensor) -> None:
-        """One MOVE step for the lanes in ``m`` (rules: MOVE 1-5)."""
-        S, N, R = self.S, self.N, self.R
-        target, heading, kelp, grow, tail, o, hp, L = resolve_move(
-            self.hpos, self.slen, self.headc, self.tailc, self.occ, self.pearl, self.bank.t["step"], self.lane_map,
-            a, d, m, backend=self.backend)
+    def _move(self, m: torch.Tensor, a: torch.Tensor, fa: torch.Tensor, d: torch.Tensor,
+              invalid: torch.Tensor | None, row: torch.Tensor) -> None:
+        """One MOVE step for the lanes in ``m`` (rules: MOVE 1-5); ``invalid`` lanes lose their actor;
+        ``row``: the movers' current slot-table rows."""
+        S, N, R, F = self.S, self.N, self.R, FIELDS
+        target, heading, kelp, grow, tail, o = resolve_move(
+            row, self.occ, self.pearl, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)
+        hp, L = row[:, HPOS], row[:, SLEN]
         coll = m & ~kelp & (o >= 0)
         os_ = torch.where(coll, o, S)
-        fo = self.bS + os_
-        headon = coll & (os_ != a) & (gat(self.headc, fo) == target)
-        ok = m & ~(kelp | coll)
+        fo = os_ * self.B + self.lanes
+        headon = coll & (os_ != a) & (gat(self.tab, fo * F + HEADC) == target)
+        dies = kelp | coll
+        ok = m & ~dies
         g = ok & grow
+        gl = g.long()
         bN = self.bN
         # the tail leaves first (unless growing), then the head enters; failing lanes write to trash
         fill(self.occ, bN + torch.where(ok & ~grow, tail, N), -1)
         fill(self.pearl, bN + torch.where(g, target, N), False)
         nhp = (hp + 1) % R
-        fw = torch.where(ok, fa, self.bS + S)
-        put(self.ring, fw * R + nhp, target)
+        fw = torch.where(ok, fa, self.trash_fs)
+        put(self.ring_t, fw * R + nhp, target)
         put(self.occ, bN + torch.where(ok, target, N), torch.where(ok, a, -1))
-        put(self.hpos, fw, nhp)
-        put(self.slen, fw, L + g.long())
-        put(self.shead, fw, heading)
-        put(self.headc, fw, target)
-        put(self.tailc, fw, gat(self.ring, fw * R + (nhp - L - g.long() + 1) % R))
+        new_tail = gat(self.ring_t, fw * R + (nhp - L - gl + 1) % R).long()
+        put(self.tab, self._cols["moved"] + fw * F, torch.stack([nhp, L + gl, heading, target, new_tail]))
         if bool(g.any()):
             self.overflow |= g & (L >= R)
         if self.record_turns:
             last = self.last
-            other_id = gat(self.sid, fo)
+            other_id = gat(self.sid_t, fo)
             cause = torch.where(headon, C_HEADON, torch.where(coll & (os_ == a), C_SELF, C_OTHER))
             last["cause"] = torch.where(kelp, C_KELP, torch.where(coll, cause, last["cause"]))
             last["other"] = torch.where(coll, other_id, last["other"])
             last["partner"] = torch.where(headon, other_id, last["partner"])
-        self._kill(kelp | coll, a)
-        self._kill(headon, os_)
+        if invalid is not None:
+            dies = dies | invalid
+        self._kill(torch.stack([dies, headon]), torch.stack([a, os_]))
 
     def _kill(self, m: torch.Tensor, slot: torch.Tensor) -> None:
-        """Lanes in ``m`` lose dragon ``slot``: it leaves its cells; segments 0, 2, 4, ... become pearls."""
+        """Lanes in ``m`` lose dragon ``slot`` (``[B]`` or ``[k, B]``, distinct slots within a lane): it
+        leaves its cells; segments 0, 2, 4, ... become pearls."""
         if not bool(m.any()):
             return
         self._killed = True
-        idx = m.nonzero()[:, 0]
-        S, N, R = self.S, self.N, self.R
-        fs = idx * (S + 1) + slot[idx]
-        L, hp = gat(self.slen, fs), gat(self.hpos, fs)
+        N, R, F = self.N, self.R, FIELDS
+        pick = m.reshape(-1).nonzero()[:, 0]
+        idx = pick % self.B
+        vslot = slot.reshape(-1).index_select(0, pick)
+        fs = vslot * self.B + idx
+        row = self.rows(fs)
+        L, hp, team, sid = row[:, SLEN], row[:, HPOS], row[:, TEAM], gat(self.sid_t, fs)
         i = torch.arange(int(L.max()), device=self.device)
-        cells = gat(self.ring, (fs * R)[:, None] + (hp[:, None] - i) % R).long()
+        cells = gat(self.ring_t, (fs * R)[:, None] + (hp[:, None] - i) % R).long()
         body = i[None] < L[:, None]
         base = (idx * (N + 1))[:, None]
         fill(self.occ, base + torch.where(body, cells, N), -1)
         fill(self.pearl, base + torch.where(body & (i[None] % 2 == 0), cells, N), True)
-        team = gat(self.steam, fs)
         self.living.view(-1).index_add_(0, idx * 2 + team, torch.full_like(idx, -1))
         cap = self.id_head.shape[1]
-        put(self.id_head, idx * cap + gat(self.sid, fs), gat(self.shead, fs))
-        fill(self.sid, fs, -1)
-        fill(self.slen, fs, 0)
-        fill(self.inbox_n, fs, 0)
-        self.echo.view(-1, 5).index_fill_(0, fs, 0)
+        put(self.id_head, idx * cap + sid, row[:, SHEAD])
+        flat = self.tab.view(-1)
+        flat.index_fill_(0, (self._cols["death"] + fs * F).view(-1), 0)
+        fill(self.sid_t, fs, -1)
 
     def _split(self, m: torch.Tensor, k_all: torch.Tensor, a: torch.Tensor, fa: torch.Tensor,
                team_all: torch.Tensor) -> None:
@@ -543,33 +612,31 @@ class LoongSim:
         if not bool(m.any()):
             return
         idx = m.nonzero()[:, 0]
-        S, N, R = self.S, self.N, self.R
+        S, N, R, F = self.S, self.N, self.R, FIELDS
         fp = fa[idx]
-        L, hp, k, team = gat(self.slen, fp), gat(self.hpos, fp), k_all[idx], team_all[idx]
-        slot = (self.sid[idx, :S] < 0).long().argmax(1)
+        prow = self.rows(fp)
+        L, hp, k, team = prow[:, SLEN], prow[:, HPOS], k_all[idx], team_all[idx]
+        slot = (self.sid_t[:S].index_select(1, idx) < 0).long().argmax(0)
         self.slot_hi = max(self.slot_hi, int(slot.max()) + 1)
-        fc = idx * (S + 1) + slot
+        fc = slot * self.B + idx
         cid = self.next_id[idx]
         self.next_id[idx] = cid + 1
         p = torch.arange(int(k.max()), device=self.device)
-        cells = gat(self.ring, (fp * R)[:, None] + (hp[:, None] - L[:, None] + k[:, None] - p) % R)
-        put(self.ring, (fc * R)[:, None] + p, cells)
+        cells = gat(self.ring_t, (fp * R)[:, None] + (hp[:, None] - L[:, None] + k[:, None] - p) % R)
+        put(self.ring_t, (fc * R)[:, None] + p, cells)
         inb = p[None] < k[:, None]
         put(self.occ, (idx * (N + 1))[:, None] + torch.where(inb, cells.long(), N),
             torch.where(inb, slot[:, None], -1))
-        put(self.sid, fc, cid)
-        put(self.steam, fc, team)
-        put(self.hpos, fc, k - 1)
-        put(self.slen, fc, k)
-        put(self.headc, fc, cells.gather(1, (k - 1)[:, None])[:, 0].long())  # child head = parent's old tail
-        put(self.tailc, fc, cells[:, 0])
-        put(self.tailc, fp, gat(self.ring, fp * R + (hp - L + k + 1) % R))
-        put(self.dseed, fc, mix64(self.seed[idx] + (cid + 1) * GOLDEN))
-        fill(self.shead, fc, NO_HEADING)
-        fill(self.nturn, fc, 0)
-        fill(self.inbox_n, fc, 0)
-        self.echo.view(-1, 5).index_fill_(0, fc, 0)
-        put(self.slen, fp, L - k)
+        child = torch.zeros(len(idx), F, dtype=torch.int64, device=self.device)
+        put(self.sid_t, fc, cid)
+        child[:, TEAM], child[:, HPOS], child[:, SLEN] = team, k - 1, k
+        child[:, SHEAD] = NO_HEADING
+        child[:, HEADC] = cells.gather(1, (k - 1)[:, None])[:, 0].long()  # child head = parent's old tail
+        child[:, TAILC] = cells[:, 0].long()
+        child[:, DSEED] = mix64(self.seed[idx] + (cid + 1) * GOLDEN)
+        self.tab.view(-1, F).index_copy_(0, fc, child)
+        new_tail = gat(self.ring_t, fp * R + (hp - L + k + 1) % R).long()
+        put(self.tab, self._cols["len_tail"] + fp * F, torch.stack([L - k, new_tail]))
         self.living.view(-1).index_add_(0, idx * 2 + team, torch.ones_like(idx))
         cap = self.id_team.shape[1]
         put(self.id_team, idx * cap + cid, team)
@@ -579,9 +646,10 @@ class LoongSim:
 
     def _sonar(self, m: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, fa, team) -> None:
         """Rays N, E, S, W from the (post-action) head; receivers' inboxes and the sender's echoes."""
-        S, IB = self.S, self.IB
-        head = gat(self.headc, fa)
+        S, IB, F = self.S, self.IB, FIELDS
+        head = gat(self.tab, fa * F + HEADC)
         t = self.bank.t
+        flat = self.tab.view(-1)
         for d in range(4):
             md = m & mask[:, d]
             if not bool(md.any()):
@@ -590,17 +658,18 @@ class LoongSim:
             recv, arrive, cell, kelp = raycast(self.occ, t["ray_cells"], t["ray_heads"], t["ray_kelp"], key, md,
                                                backend=self.backend)
             hit = md & (recv >= 0)
-            fr = self.bS + torch.where(hit, recv, S)
-            n = gat(self.inbox_n, fr)
+            fr = torch.where(hit, recv, S) * self.B + self.lanes
+            rrow = self.rows(fr)
+            n = rrow[:, INBOX_N]
             self.overflow |= hit & (n >= IB)
             pos = torch.where(hit, fr * IB + n.clamp(max=IB - 1), fr * IB)
-            put(self.inbox_v, pos, values[:, d])
-            put(self.inbox_d, pos, arrive)
-            self.inbox_n.view(-1).index_add_(0, fr, hit.long())
-            is_head = gat(self.headc, fr) == cell
-            enemy = gat(self.steam, fr) != team
+            put(self.inbox_vt, pos, values[:, d])
+            put(self.inbox_dt, pos, arrive)
+            flat.index_add_(0, fr * F + INBOX_N, hit.long())
+            is_head = rrow[:, HEADC] == cell
+            enemy = rrow[:, TEAM] != team
             kind = torch.where(hit, 1 + is_head.long() + 2 * enemy.long(), ECHO_KELP)
-            self.echo.view(-1).index_add_(0, fa * 5 + kind, (hit | (md & kelp)).long())
+            flat.index_add_(0, fa * F + ECHO + kind, (hit | (md & kelp)).long())
 
     def _eliminate(self, active: torch.Tensor) -> None:
         l0, l1 = self.living[:, 0] > 0, self.living[:, 1] > 0
@@ -608,6 +677,13 @@ class LoongSim:
         code = torch.where(l0, WON0, torch.where(l1, WON1, DRAW))
         self.result = torch.where(done, code, self.result)
         self.reason = torch.where(done, ELIMINATION, self.reason)
+
+
+# Field lists written together (moved to the simulator's device as ``self._cols[name]``).
+_COLS = {"turn": [INBOX_N] + list(range(ECHO, ECHO + 5)),  # cleared when a dragon's turn begins
+         "death": [SLEN, INBOX_N] + list(range(ECHO, ECHO + 5)),  # cleared when it dies (and its id -1)
+         "moved": [HPOS, SLEN, SHEAD, HEADC, TAILC],
+         "len_tail": [SLEN, TAILC]}
 
 
 def gat(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:

@@ -30,6 +30,12 @@ STATIC_CHANNELS = 11  # kelp N E S W, portal N E S W, spawn tile, spawn period /
 LOCAL_CHANNELS = 21
 
 
+# The slot table ``LoongSim.tab [B, SLOTS + 1, FIELDS]`` int64: one row per dragon slot, so one gather
+# fetches a dragon. ECHO .. ECHO + 4 are the five echo counters. (Dragon ids live apart, slot-major in
+# ``LoongSim.sid_t [SLOTS + 1, B]``, because the acting order scans them every step.)
+TEAM, HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N, DSEED, ECHO = range(10)
+FIELDS = ECHO + 5
+
 GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)  # splitmix64's increment as int64 bits
 
 
@@ -102,6 +108,7 @@ def _host_tables(m: LoongMap) -> dict[str, np.ndarray]:
     return {
         "step": np.stack([step_cell, m.step_heading.reshape(-1), m.step_kind.reshape(-1), _visible(m)],
                          1).astype(np.int64),
+        "step_packed": pack_step(step_cell, m.step_heading.reshape(-1), m.step_kind.reshape(-1), _visible(m)),
         "step_cell": step_cell,
         "step_head": m.step_heading.reshape(-1).astype(np.int64),
         "step_kind": m.step_kind.reshape(-1).astype(np.int64),
@@ -117,6 +124,24 @@ def _host_tables(m: LoongMap) -> dict[str, np.ndarray]:
         "spawn_period": np.array([s.period for s in m.spawns], np.int64),
         "spawn_cd": np.array([s.countdown for s in m.spawns], np.int64),
     }
+
+
+# One int64 per (map, cell, side): target cell | arrival heading << 16 | kind << 18 | visible << 20.
+STEP_HEADING_SHIFT, STEP_KIND_SHIFT, STEP_VISIBLE_SHIFT = 16, 18, 20
+
+
+def pack_step(cell: np.ndarray, heading: np.ndarray, kind: np.ndarray, visible: np.ndarray) -> np.ndarray:
+    """The crossing tables packed into one word per crossing (one gather per move instead of four)."""
+    if cell.max(initial=0) >= 1 << 16:
+        raise ValueError("maps of 65,536 cells or more do not fit the packed step table")
+    return (cell.astype(np.int64) | (heading.astype(np.int64) & 3) << STEP_HEADING_SHIFT
+            | (kind.astype(np.int64) & 3) << STEP_KIND_SHIFT | visible.astype(np.int64) << STEP_VISIBLE_SHIFT)
+
+
+def unpack_step(word):
+    """(target cell, arrival heading, kind, visible) of packed crossings (torch tensors or Triton values)."""
+    return (word & 0xFFFF, (word >> STEP_HEADING_SHIFT) & 3, (word >> STEP_KIND_SHIFT) & 3,
+            (word >> STEP_VISIBLE_SHIFT) & 1)
 
 
 def _static_features(m: LoongMap) -> np.ndarray:

@@ -1,14 +1,13 @@
 """MOVE resolution (collision lookup) for one step of every lane: where the head goes and what is there.
 
 Inputs (B lanes, S1 = slots + 1, N1 = cells + 1; flat map tables as in gpu/loong_tables.py):
-    hpos [B, S1] int64 (ring position of each slot's head), slen [B, S1] int64, headc / tailc [B, S1]
-    int64 (head and tail cells), occ [B, N1] int64, pearl [B, N1] bool, step [M * N * 4, 4] int64
-    (target cell, arrival heading, kind of each crossing, target in the 7 x 7 window), lane_map [B], a [B] actor slot,
-    d [B] side 0..3, m [B] bool (lanes that step).
+    row [B, FIELDS] int64 (each lane's mover: its slot-table row; fields HEADC and TAILC are read), occ [B, N1]
+    int64, pearl [B, N1] bool, step [M * N * 4] int64 (packed crossings: target cell, arrival heading, kind,
+    visible; ``gpu.loong_tables.pack_step``), lane_map [B], d [B] side 0..3, m [B] bool (lanes that step).
 Returns (target [B], arrival heading [B], kelp [B] bool (m & the crossing is kelp), grow [B] bool (a pearl
-at the target), tail [B] (the mover's tail cell), o [B], hp [B] (ring position of the head), L [B]
-(length)): ``o`` is the slot occupying the target once the mover's tail has left (the tail leaves first
-unless the dragon grows), -1 when free. Values other than ``kelp`` are computed for every lane.
+at the target), tail [B] (the mover's tail cell), o [B]): ``o`` is the slot occupying the target once the
+mover's tail has left (the tail leaves first unless the dragon grows), -1 when free. Values other than
+``kelp`` are computed for every lane.
 """
 
 from __future__ import annotations
@@ -17,49 +16,40 @@ import torch
 import triton
 import triton.language as tl
 
+from gpu.loong_tables import FIELDS, HEADC, STEP_HEADING_SHIFT, STEP_KIND_SHIFT, TAILC, unpack_step
+
 KELP = 1
 
 
-def resolve_move_torch(hpos, slen, headc, tailc, occ, pearl, step, lane_map, a, d, m):
-    B, S1 = hpos.shape
-    N1 = occ.shape[1]
-    lanes = torch.arange(B, device=hpos.device)
-    fa = lanes * S1 + a
-    hp, L, head = _take(hpos, fa), _take(slen, fa), _take(headc, fa)
-    row = step.index_select(0, (lane_map * (N1 - 1) + head) * 4 + d)
-    target, heading, kind = row[:, 0], row[:, 1], row[:, 2]
-    ft = lanes * N1 + target
-    grow = _take(pearl, ft)
-    tail = _take(tailc, fa)
-    o = torch.where(~grow & (target == tail), -1, _take(occ, ft))
-    return target, heading, m & (kind == KELP), grow, tail, o, hp, L
-
-
-def _take(x, idx):
-    return x.view(-1).index_select(0, idx)
+def resolve_move_torch(row, occ, pearl, step, lane_map, d, m):
+    B, N1 = occ.shape
+    head, tail = row[:, HEADC], row[:, TAILC]
+    target, heading, kind, _ = unpack_step(step.index_select(0, (lane_map * (N1 - 1) + head) * 4 + d))
+    ft = torch.arange(B, device=occ.device) * N1 + target
+    grow = pearl.view(-1).index_select(0, ft)
+    o = torch.where(~grow & (target == tail), -1, occ.view(-1).index_select(0, ft))
+    return target, heading, m & (kind == KELP), grow, tail, o
 
 
 @triton.jit
-def _resolve_move_kernel(hpos_ptr, slen_ptr, headc_ptr, tailc_ptr, occ_ptr, pearl_ptr, step_ptr, lmap_ptr, a_ptr,
-                         d_ptr, m_ptr, t_out, h_out, k_out, g_out, tail_out, o_out, hp_out, len_out,
-                         B, S1, N1, BLOCK: tl.constexpr):
+def _resolve_move_kernel(row_ptr, occ_ptr, pearl_ptr, step_ptr, lmap_ptr, d_ptr, m_ptr, t_out, h_out, k_out,
+                         g_out, tail_out, o_out, B, N1, F: tl.constexpr, F_HEADC: tl.constexpr,
+                         F_TAILC: tl.constexpr, SH_HEADING: tl.constexpr, SH_KIND: tl.constexpr,
+                         BLOCK: tl.constexpr):
     b = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = b < B
     b64 = b.to(tl.int64)
-    a = tl.load(a_ptr + b64, mask=live, other=0)
-    fa = b64 * S1 + a
-    hp = tl.load(hpos_ptr + fa, mask=live, other=0)
-    L = tl.load(slen_ptr + fa, mask=live, other=1)
-    head = tl.load(headc_ptr + fa, mask=live, other=0)
+    row = b64 * F
+    head = tl.load(row_ptr + row + F_HEADC, mask=live, other=0)
+    tail = tl.load(row_ptr + row + F_TAILC, mask=live, other=0)
     d = tl.load(d_ptr + b64, mask=live, other=0)
     lm = tl.load(lmap_ptr + b64, mask=live, other=0)
-    key = ((lm * (N1 - 1) + head) * 4 + d) * 4
-    target = tl.load(step_ptr + key, mask=live, other=0)
-    heading = tl.load(step_ptr + key + 1, mask=live, other=0)
-    kind = tl.load(step_ptr + key + 2, mask=live, other=0)
+    word = tl.load(step_ptr + (lm * (N1 - 1) + head) * 4 + d, mask=live, other=0)
+    target = word & 0xFFFF
+    heading = (word >> SH_HEADING) & 3
+    kind = (word >> SH_KIND) & 3
     ft = b64 * N1 + target
     grow = tl.load(pearl_ptr + ft, mask=live, other=0)
-    tail = tl.load(tailc_ptr + fa, mask=live, other=0)
     o = tl.load(occ_ptr + ft, mask=live, other=-1)
     o = tl.where((grow == 0) & (target == tail), -1, o)
     m = tl.load(m_ptr + b64, mask=live, other=0)
@@ -69,20 +59,19 @@ def _resolve_move_kernel(hpos_ptr, slen_ptr, headc_ptr, tailc_ptr, occ_ptr, pear
     tl.store(g_out + b64, (grow != 0).to(tl.int8), mask=live)
     tl.store(tail_out + b64, tail, mask=live)
     tl.store(o_out + b64, o, mask=live)
-    tl.store(hp_out + b64, hp, mask=live)
-    tl.store(len_out + b64, L, mask=live)
 
 
-def resolve_move_triton(hpos, slen, headc, tailc, occ, pearl, step, lane_map, a, d, m, block: int = 256):
-    B, S1 = hpos.shape
-    dev = hpos.device
-    target, heading, tail, o, hp, length = (torch.empty(B, dtype=torch.int64, device=dev) for _ in range(6))
+def resolve_move_triton(row, occ, pearl, step, lane_map, d, m, block: int = 256):
+    B = occ.shape[0]
+    dev = occ.device
+    row = row.contiguous()
+    target, heading, tail, o = (torch.empty(B, dtype=torch.int64, device=dev) for _ in range(4))
     kelp, grow = (torch.empty(B, dtype=torch.int8, device=dev) for _ in range(2))
     grid = (triton.cdiv(B, block),)
-    _resolve_move_kernel[grid](hpos, slen, headc, tailc, occ, pearl.view(torch.uint8), step, lane_map, a, d,
-                               m.view(torch.uint8), target, heading, kelp, grow, tail, o, hp, length,
-                               B, S1, occ.shape[1], BLOCK=block)
-    return target, heading, kelp.bool(), grow.bool(), tail, o, hp, length
+    _resolve_move_kernel[grid](row, occ, pearl.view(torch.uint8), step, lane_map, d, m.view(torch.uint8), target,
+                               heading, kelp, grow, tail, o, B, occ.shape[1], F=FIELDS, F_HEADC=HEADC,
+                               F_TAILC=TAILC, SH_HEADING=STEP_HEADING_SHIFT, SH_KIND=STEP_KIND_SHIFT, BLOCK=block)
+    return target, heading, kelp.bool(), grow.bool(), tail, o
 
 
 def resolve_move(*args, backend: str = "torch"):

@@ -36,7 +36,7 @@ def test_resolve_move_kernel_equals_twin():
     for seed in range(3):
         sim, m, a, d, _ = random_state(seed)
         t = sim.bank.t
-        args = (sim.hpos, sim.slen, sim.headc, sim.tailc, sim.occ, sim.pearl, t["step"], sim.lane_map, a, d, m)
+        args = (sim.rows(sim.flat_slot(a)), sim.occ, sim.pearl, t["step_packed"], sim.lane_map, d, m)
         for x, y in zip(resolve_move_torch(*args), resolve_move_triton(*args)):
             assert torch.equal(x, y)
 
@@ -45,7 +45,7 @@ def test_raycast_kernel_equals_twin():
     for seed in range(3):
         sim, m, _, d, g = random_state(seed)
         t = sim.bank.t
-        heads = sim.head_of(sim.bS + torch.where(sim.actor < sim.S, sim.actor, 0))
+        heads = sim.head_of(sim.flat_slot(torch.where(sim.actor < sim.S, sim.actor, 0)))
         # rays from heads and from random cells (these may start inside bodies)
         cells = torch.where(torch.rand(sim.B, generator=g) < 0.5, heads, torch.randint(0, sim.N, (sim.B,), generator=g))
         key = (sim.lane_map * sim.N + cells) * 4 + d
