@@ -27,6 +27,8 @@ from gpu.loong_tables import (
     NTURN,
     SHEAD,
     SLEN,
+    STEP_SEEN,
+    STEP_UNSEEN,
     TAILC,
     TEAM,
     WINDOW,
@@ -75,36 +77,37 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
     """Observations of ``slots`` ([B] or [B, k]; default: each lane's current actor). ``planes=False``
     skips the local planes and vector (left empty) for policies that read only ``safe``, ``length``
     and ``rng``; ``full=True`` adds the privileged whole-board planes."""
+    lane, mi = sim.lanes, sim.lane_map
     if slots is None:
         slots = sim.actor
-    lane = sim.lanes
-    if slots.dim() == 2:
+    elif slots.dim() == 2:
         lane = lane.repeat_interleave(slots.shape[1])
+        mi = gat(mi, lane)
         slots = slots.reshape(-1)
-    S, N = sim.S, sim.N
-    valid = slots < S
-    slot = torch.where(valid, slots, S)
+    N = sim.N
+    slot = slots  # every slot index is 0..S, S = none (the trash slot: it holds no dragon)
+    valid = slot < sim.S
     fa = slot * sim.B + lane
     row = sim.rows(fa)
-    L, head, tail, team = row[:, SLEN], row[:, HEADC], row[:, TAILC], row[:, TEAM]
+    cols = row.unbind(1)
+    L, head, tail, team = cols[SLEN], cols[HEADC], cols[TAILC], cols[TEAM]
     dragon_id = gat(sim.sid_t, fa)
-    mi = gat(sim.lane_map, lane)
-    moves, safe = _move_features(sim, lane, mi, slot, head, tail, L, planes)
+    moves, safe = _move_features(sim, lane, mi, head, tail, L, planes)
     living = gat(sim.living, lane * 2 + team)
-    echoes, inbox_n = row[:, ECHO: ECHO + 5], row[:, INBOX_N]
-    rng = row[:, DSEED] + row[:, NTURN] * GOLDEN
+    echoes, inbox_n = row[:, ECHO: ECHO + 5], cols[INBOX_N]
+    rng = cols[DSEED] + cols[NTURN] * GOLDEN
     n = lane.shape[0]
     if planes:
         keep = torch.arange(sim.IB, device=sim.device)[None] < inbox_n[:, None]
         inbox_v = sim.inbox_vt.view(-1, sim.IB).index_select(0, fa).masked_fill_(~keep, 0)
         inbox_d = sim.inbox_dt.view(-1, sim.IB).index_select(0, fa).long().masked_fill_(~keep, 0)
         local = _local_planes(sim, lane, slot, team, mi * N + head)
-        vector = _vector(sim, lane, dragon_id, team, living, L, head, row[:, SHEAD], echoes, inbox_n, inbox_d, keep,
+        vector = _vector(sim, lane, dragon_id, team, living, L, head, cols[SHEAD], echoes, inbox_n, inbox_d, keep,
                          moves)
     else:
-        local = torch.zeros(n, 0, WINDOW, WINDOW, device=sim.device)
-        vector = torch.zeros(n, 0, device=sim.device)
-        inbox_v = inbox_d = torch.zeros(n, 0, dtype=torch.int64, device=sim.device)
+        local = sim.device_empty((n, 0, WINDOW, WINDOW), torch.float32)
+        vector = sim.device_empty((n, 0), torch.float32)
+        inbox_v = inbox_d = sim.device_empty((n, 0), torch.int64)
     obs = LoongObs(lane, slot, valid, dragon_id, team, L, living, rng, local, vector, safe, echoes, inbox_n,
                    inbox_v, inbox_d)
     if full:
@@ -153,23 +156,24 @@ def _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells, out: torch.Te
         out[:, j] = p
 
 
-def _move_features(sim, lane, mi, slot, head, tail, L, planes: bool = True):
+def _move_features(sim, lane, mi, head, tail, L, planes: bool = True):
     """``[n, 4, MOVE_FEATURES]`` (None unless ``planes``) and ``safe [n, 4]``, judged like
-    games.loong.bots.looks_safe: a portal target outside the window is unseen (and assumed safe); the own
-    tail is safe without a pearl."""
+    games.loong.bots.looks_safe: kelp is fatal; a portal target outside the window is unseen (and assumed
+    safe); a seen target is safe when empty, or when it is the own tail (length >= 2) without a pearl."""
     # laid out [4, n] (directions outermost) so that every op runs over long rows; returned as [n, 4] views
-    key = torch.arange(4, device=sim.device)[:, None] + (mi * sim.N + head) * 4
-    target, _, kind, visible = unpack_step(gat(sim.bank.t["step_packed"], key))
-    visible = visible > 0
+    key = sim.dir_offsets + (mi * sim.N + head) * 4
+    t = sim.bank.t
+    target, flag = gat(t["step_cell"], key), gat(t["step_flag"], key)
     flat = lane * (sim.N + 1) + target
     occ_t, pearl_t = gat(sim.occ, flat), gat(sim.pearl, flat)
-    own_tail = (occ_t == slot) & (target == tail) & (L >= 2) & ~pearl_t
-    blocked = visible & (occ_t >= 0) & ~own_tail
-    kelp = kind == KELP
-    safe = ~kelp & ~blocked
+    own_tail = (target == torch.where(L >= 2, tail, -1)) & ~pearl_t  # the own tail is the only body in its cell
+    safe = (flag == STEP_UNSEEN) | ((flag == STEP_SEEN) & ((occ_t < 0) | own_tail))
     if not planes:
         return None, safe.T
-    feats = torch.stack([kelp, kind == PORTAL, visible, blocked, visible & pearl_t, safe], -1)
+    _, _, kind, visible = unpack_step(gat(t["step_packed"], key))
+    visible = visible > 0
+    blocked = visible & (occ_t >= 0) & ~own_tail
+    feats = torch.stack([kind == KELP, kind == PORTAL, visible, blocked, visible & pearl_t, safe], -1)
     return feats.float().transpose(0, 1), safe.T
 
 

@@ -53,22 +53,24 @@ def run_policies(obs: LoongObs, policies: tuple[Policy, Policy], think: list[flo
             think[1] += (time.perf_counter() - t0) / 2
         return _full_turn(turn, len(obs.rng))
     n = len(obs.rng)
-    out: Turn | None = None
+    parts = []
     for team, p in enumerate(policies):
         rows = (obs.team == team).nonzero()[:, 0]
         if len(rows) == 0:
             continue
         t0 = time.perf_counter()
-        part = _full_turn(p(obs.select(rows)), len(rows))
+        parts.append((rows, _full_turn(p(obs.select(rows)), len(rows))))
         if think is not None:
             think[team] += time.perf_counter() - t0
-        if out is None:
-            out = Turn(torch.zeros(n, part.act.shape[1], dtype=torch.int64, device=part.act.device),
-                       torch.zeros(n, 4, dtype=torch.int64, device=part.act.device),
-                       torch.zeros(n, 4, dtype=torch.bool, device=part.act.device))
-        out.act[rows], out.sonar[rows], out.sonar_mask[rows] = part.act, part.sonar, part.sonar_mask
-    if out is None:
+    if not parts:
         return _full_turn(p0(obs), n)
+    dev = parts[0][1].act.device
+    width = max(part.act.shape[1] for _, part in parts)  # policies may leave different sprint columns off
+    out = Turn(torch.zeros(n, width, dtype=torch.int64, device=dev), torch.zeros(n, 4, dtype=torch.int64, device=dev),
+               torch.zeros(n, 4, dtype=torch.bool, device=dev))
+    for rows, part in parts:
+        out.act[rows, : part.act.shape[1]] = part.act
+        out.sonar[rows], out.sonar_mask[rows] = part.sonar, part.sonar_mask
     return out
 
 

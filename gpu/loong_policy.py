@@ -69,10 +69,8 @@ class RandomPolicy:
 
     def __call__(self, obs: LoongObs) -> Turn:
         (u,) = draws(obs.rng, 1)
-        act = _act(len(obs.rng), self.cap, obs.rng.device)
-        act[:, 0] = MOVE
-        act[:, 1] = pick(obs.safe, u)
-        return Turn(act)
+        d = pick(obs.safe, u)
+        return Turn(torch.stack([torch.zeros_like(d), d], 1))  # [MOVE, d]; the sprint columns may be left off
 
 
 class ChaosPolicy:

@@ -38,7 +38,8 @@ Slots are reused, ids never (next_id). Capacities: S = 128 is exact (64 living p
 default min(W*H, 256)) and IB (inbox, default 32) are caps: a lane that would exceed one is flagged in
 ``overflow`` and ``step`` raises CapacityError, so a result is never silently wrong. IC grows on demand.
 
-Actions ``act [B, 2 + sprint_cap]`` int64, one row per lane: ``[kind, arg, d1 .. d_cap]``:
+Actions ``act [B, 2 + sprint_cap]`` int64, one row per lane: ``[kind, arg, d1 .. d_cap]`` (columns left off
+are 0: a policy that never sprints may send ``[B, 2]``):
     MOVE   (0): arg = direction 0..3 (N, E, S, W)
     SPRINT (1): arg = k steps, directions in columns 2 .. 2 + k - 1 (k <= sprint_cap)
     SPLIT  (2): arg = k segments
@@ -190,6 +191,9 @@ class LoongSim:
         self.bN = torch.arange(B, device=dev) * (N + 1)
         self.lanes = torch.arange(B, device=dev)
         self._none = torch.full((B,), -1, **z)
+        self._ones = torch.ones(B, **z)
+        self.dir_offsets = torch.arange(4, **z)[:, None]  # [4, 1]: side d of a crossing key
+        self._empties: dict = {}
         self._cols = {name: torch.tensor(cols, **z)[:, None] for name, cols in _COLS.items()}  # [k, 1]
         self.last: dict[str, torch.Tensor] = {}
         self._id_margin = 0
@@ -336,6 +340,13 @@ class LoongSim:
     def all_over(self) -> bool:
         return bool((self.result != RUNNING).all())
 
+    def device_empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A zero-size tensor of ``shape`` on the device (cached: observations without planes carry several)."""
+        key = (shape, dtype)
+        if key not in self._empties:
+            self._empties[key] = torch.zeros(shape, dtype=dtype, device=self.device)
+        return self._empties[key]
+
     def rows(self, fs: torch.Tensor) -> torch.Tensor:
         """``[n, FIELDS]`` slot-table rows of flat slot indices ``fs [n]`` (slot * B + lane)."""
         return self.tab.view(-1, FIELDS).index_select(0, fs)
@@ -444,27 +455,35 @@ class LoongSim:
         if torch.is_tensor(turn):
             turn = Turn(turn)
         S, F = self.S, FIELDS
-        act = turn.act.to(self.device, torch.int64)
-        if act.shape[1] < 2 + self.cap:
-            act = torch.cat([act, act.new_zeros(self.B, 2 + self.cap - act.shape[1])], 1)
+        act = turn.act
+        if act.dtype != torch.int64 or act.device != self.device:
+            act = act.to(self.device, torch.int64)
         active = self.actor < S  # the actor is S in finished lanes
+        a = self.actor
         if lanes is not None:
             active &= lanes
+            a = torch.where(active, a, S)
         self._ensure_id_room()
         self._killed = False
-        a = torch.where(active, self.actor, S)
-        fa = a * self.B + self.lanes
+        fa = a * self.B + self.lanes  # inactive lanes point at their trash slot (no dragon, id -1)
         row = self.rows(fa)
-        aid = torch.where(active, gat(self.sid_t, fa), -1)
+        aid = gat(self.sid_t, fa)
         team, length0 = row[:, TEAM], row[:, SLEN]
-        living_team = gat(self.living, self.lanes * 2 + team)
+        faF = fa * F
         flat = self.tab.view(-1)
-        flat.index_fill_(0, (self._cols["turn"] + fa * F).view(-1), 0)  # inbox read, echoes reset
-        flat.index_add_(0, fa * F + NTURN, active.long())
+        flat.index_fill_(0, (self._cols["turn"] + faF).view(-1), 0)  # inbox read, echoes reset
+        flat.index_add_(0, faF + NTURN, self._ones)
         sonar, smask = turn.sonar, turn.sonar_mask
         if sonar is not None and smask is not None:
             sonar, smask = sonar.to(self.device, torch.int64), smask.to(self.device, torch.bool)
-        v_move, v_sprint, v_split = self._validity(act, length0, living_team)
+        kind, arg = act[:, 0], act[:, 1]
+        v_move = (kind | (arg & ~3)) == 0  # MOVE (kind 0) with a direction 0..3
+        v_sprint = v_split = living_team = None
+        if self.record_turns or bool(kind.any()):
+            if act.shape[1] < 2 + self.cap:
+                act = torch.cat([act, act.new_zeros(self.B, 2 + self.cap - act.shape[1])], 1)
+            living_team = gat(self.living, self.lanes * 2 + team)
+            v_sprint, v_split = self._validity(act, length0, living_team)
         invalid = active & ~(v_move if v_split is None else v_move | v_sprint | v_split)
         if self.record_turns:
             if smask is None:
@@ -500,18 +519,15 @@ class LoongSim:
         self._id_margin -= 1
 
     def _validity(self, act: torch.Tensor, length: torch.Tensor, living_team: torch.Tensor):
-        """(move, sprint, split) validity per lane; sprint/split are None when no lane asks for one."""
+        """(sprint, split) validity per lane (``act`` is full width)."""
         kind, arg = act[:, 0], act[:, 1]
-        v_move = (kind == MOVE) & (arg >= 0) & (arg < 4)
-        if bool((kind != MOVE).any()):
-            dirs = act[:, 2: 2 + self.cap]
-            j = torch.arange(self.cap, device=self.device)
-            dirs_ok = (((dirs >= 0) & (dirs < 4)) | (j[None] >= arg[:, None])).all(1)
-            free = (length + 3) // 4
-            v_sprint = (kind == SPRINT) & (arg >= 2) & (arg <= free + length - 1) & (arg <= self.cap) & dirs_ok
-            v_split = (kind == SPLIT) & (arg >= 1) & (arg <= length - 1) & (living_team < MAX_TEAM)
-            return v_move, v_sprint, v_split
-        return v_move, None, None
+        dirs = act[:, 2: 2 + self.cap]
+        j = torch.arange(self.cap, device=self.device)
+        dirs_ok = (((dirs >= 0) & (dirs < 4)) | (j[None] >= arg[:, None])).all(1)
+        free = (length + 3) // 4
+        v_sprint = (kind == SPRINT) & (arg >= 2) & (arg <= free + length - 1) & (arg <= self.cap) & dirs_ok
+        v_split = (kind == SPLIT) & (arg >= 1) & (arg <= length - 1) & (living_team < MAX_TEAM)
+        return v_sprint, v_split
 
     def _steps(self, act, active, v_move, v_sprint, a, fa, length0, invalid, row) -> None:
         """MOVE is a one-step sprint; sprint step i >= ceil(L/4) first sheds the tail. Invalid actions kill

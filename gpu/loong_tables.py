@@ -110,6 +110,7 @@ def _host_tables(m: LoongMap) -> dict[str, np.ndarray]:
                          1).astype(np.int64),
         "step_packed": pack_step(step_cell, m.step_heading.reshape(-1), m.step_kind.reshape(-1), _visible(m)),
         "step_cell": step_cell,
+        "step_flag": _step_flags(m),
         "step_head": m.step_heading.reshape(-1).astype(np.int64),
         "step_kind": m.step_kind.reshape(-1).astype(np.int64),
         "portal_off": _portal_offsets(m),
@@ -136,6 +137,15 @@ def pack_step(cell: np.ndarray, heading: np.ndarray, kind: np.ndarray, visible: 
         raise ValueError("maps of 65,536 cells or more do not fit the packed step table")
     return (cell.astype(np.int64) | (heading.astype(np.int64) & 3) << STEP_HEADING_SHIFT
             | (kind.astype(np.int64) & 3) << STEP_KIND_SHIFT | visible.astype(np.int64) << STEP_VISIBLE_SHIFT)
+
+
+STEP_UNSEEN, STEP_KELP, STEP_SEEN = 0, 1, 2  # step_flag: what a mover can tell of a crossing from its window
+
+
+def _step_flags(m: LoongMap) -> np.ndarray:
+    """``[N * 4]`` int8 per crossing: kelp (fatal), seen (the target is in the window) or unseen."""
+    kind = m.step_kind.reshape(-1)
+    return np.where(kind == KELP, STEP_KELP, np.where(_visible(m), STEP_SEEN, STEP_UNSEEN)).astype(np.int8)
 
 
 def unpack_step(word):
