@@ -27,6 +27,7 @@ from gpu.loong_tables import (
     NTURN,
     SHEAD,
     SLEN,
+    STEP_FLAG_SHIFT,
     STEP_SEEN,
     STEP_UNSEEN,
     TAILC,
@@ -92,7 +93,9 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
     cols = row.unbind(1)
     L, head, tail, team = cols[SLEN], cols[HEADC], cols[TAILC], cols[TEAM]
     dragon_id = gat(sim.sid_t, fa)
-    moves, safe = _move_features(sim, lane, mi, head, tail, L, planes)
+    moves, safe, ahead = _move_features(sim, lane, mi, head, tail, L, planes)
+    if slots is sim.actor:  # the step that follows may reuse what was gathered here (LoongSim.step)
+        sim.turn_cache = (sim.version, fa, row, dragon_id, *ahead)
     living = gat(sim.living, lane * 2 + team)
     echoes, inbox_n = row[:, ECHO: ECHO + 5], cols[INBOX_N]
     rng = cols[DSEED] + cols[NTURN] * GOLDEN
@@ -162,19 +165,20 @@ def _move_features(sim, lane, mi, head, tail, L, planes: bool = True):
     safe); a seen target is safe when empty, or when it is the own tail (length >= 2) without a pearl."""
     # laid out [4, n] (directions outermost) so that every op runs over long rows; returned as [n, 4] views
     key = sim.dir_offsets + (mi * sim.N + head) * 4
-    t = sim.bank.t
-    target, flag = gat(t["step_cell"], key), gat(t["step_flag"], key)
+    word = gat(sim.bank.t["step_packed"], key)
+    target, flag = word & 0xFFFF, word >> STEP_FLAG_SHIFT
     flat = lane * (sim.N + 1) + target
     occ_t, pearl_t = gat(sim.occ, flat), gat(sim.pearl, flat)
     own_tail = (target == torch.where(L >= 2, tail, -1)) & ~pearl_t  # the own tail is the only body in its cell
     safe = (flag == STEP_UNSEEN) | ((flag == STEP_SEEN) & ((occ_t < 0) | own_tail))
+    ahead = (word, occ_t, pearl_t)  # [4, n] each: the crossing, occupant and pearl ahead in every direction
     if not planes:
-        return None, safe.T
-    _, _, kind, visible = unpack_step(gat(t["step_packed"], key))
+        return None, safe.T, ahead
+    _, _, kind, visible = unpack_step(word)
     visible = visible > 0
     blocked = visible & (occ_t >= 0) & ~own_tail
     feats = torch.stack([kind == KELP, kind == PORTAL, visible, blocked, visible & pearl_t, safe], -1)
-    return feats.float().transpose(0, 1), safe.T
+    return feats.float().transpose(0, 1), safe.T, ahead
 
 
 def _vector(sim, lane, dragon_id, team, living, L, head, heading, echoes, inbox_n, inbox_d, keep, moves):

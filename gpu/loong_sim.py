@@ -77,6 +77,9 @@ from gpu.loong_tables import (
     SHEAD,
     SLEN,
     SLOTS,
+    STEP_FLAG_SHIFT,
+    STEP_HEADING_SHIFT,
+    STEP_KELP,
     TAILC,
     TEAM,
     MapBank,
@@ -194,6 +197,8 @@ class LoongSim:
         self._ones = torch.ones(B, **z)
         self.dir_offsets = torch.arange(4, **z)[:, None]  # [4, 1]: side d of a crossing key
         self._empties: dict = {}
+        self.version = 0  # bumped by every change of state; observe() leaves ``turn_cache`` for this version
+        self.turn_cache: tuple | None = None
         self._cols = {name: torch.tensor(cols, **z)[:, None] for name, cols in _COLS.items()}  # [k, 1]
         self.last: dict[str, torch.Tensor] = {}
         self._id_margin = 0
@@ -222,6 +227,7 @@ class LoongSim:
     def reset(self, lanes: Sequence[int] | torch.Tensor, maps: Sequence[LoongMap],
               seeds: Sequence[int] | None = None) -> None:
         """Start fresh games in ``lanes`` on ``maps`` (same size); the other lanes are untouched."""
+        self.version += 1
         idx = torch.as_tensor(list(lanes) if not torch.is_tensor(lanes) else lanes, dtype=torch.int64,
                               device=self.device)
         mi = torch.as_tensor(self.bank.indices(list(maps)), dtype=torch.int64, device=self.device)
@@ -267,6 +273,7 @@ class LoongSim:
         """Copy a reference ``Game`` (between rounds) into ``lane``; for scenario and differential tests."""
         if game._in_round:
             raise ValueError("load_game needs a game between rounds")
+        self.version += 1
         self.bank.index(game.map)
         self.reset([lane], [game.map])
         b, m = lane, game.map
@@ -465,9 +472,15 @@ class LoongSim:
             a = torch.where(active, a, S)
         self._ensure_id_room()
         self._killed = False
-        fa = a * self.B + self.lanes  # inactive lanes point at their trash slot (no dragon, id -1)
-        row = self.rows(fa)
-        aid = gat(self.sid_t, fa)
+        cache, self.turn_cache = self.turn_cache, None
+        ahead = None
+        if lanes is None and cache is not None and cache[0] == self.version:
+            _, fa, row, aid, *ahead = cache  # observe() of this very state gathered these already
+        else:
+            fa = a * self.B + self.lanes  # inactive lanes point at their trash slot (no dragon, id -1)
+            row = self.rows(fa)
+            aid = gat(self.sid_t, fa)
+        self.version += 1
         team, length0 = row[:, TEAM], row[:, SLEN]
         faF = fa * F
         flat = self.tab.view(-1)
@@ -494,7 +507,7 @@ class LoongSim:
                          "partner": torch.full_like(aid, -1), "born": torch.full_like(aid, -1)}
         else:
             self.last = {"active": active}
-        self._steps(act, active, v_move, v_sprint, a, fa, length0, invalid, row)
+        self._steps(act, active, v_move, v_sprint, a, fa, length0, invalid, row, ahead)
         if v_split is not None:
             self._split(active & v_split, act[:, 1], a, fa, team)
         if smask is not None and bool(smask.any()):
@@ -529,12 +542,12 @@ class LoongSim:
         v_split = (kind == SPLIT) & (arg >= 1) & (arg <= length - 1) & (living_team < MAX_TEAM)
         return v_sprint, v_split
 
-    def _steps(self, act, active, v_move, v_sprint, a, fa, length0, invalid, row) -> None:
+    def _steps(self, act, active, v_move, v_sprint, a, fa, length0, invalid, row, ahead=None) -> None:
         """MOVE is a one-step sprint; sprint step i >= ceil(L/4) first sheds the tail. Invalid actions kill
         the actor along with the first step's deaths (those lanes do not move). ``row``: the actors' rows
         as the turn began (moves read head, tail, ring position and length)."""
         if v_sprint is None or not bool(v_sprint.any()):
-            self._move(active & v_move, a, fa, act[:, 1].clamp(0, 3), invalid, row)
+            self._move(active & v_move, a, fa, act[:, 1].clamp(0, 3), invalid, row, ahead)
             return
         self._kill(invalid, a)
         nsteps = torch.where(active & v_move, 1, torch.where(active & v_sprint, act[:, 1], 0))
@@ -558,12 +571,23 @@ class LoongSim:
         put(self.tab, self._cols["len_tail"] + fw * F, torch.stack([L - 1, tail]))
 
     def _move(self, m: torch.Tensor, a: torch.Tensor, fa: torch.Tensor, d: torch.Tensor,
-              invalid: torch.Tensor | None, row: torch.Tensor) -> None:
+              invalid: torch.Tensor | None, row: torch.Tensor, ahead: list | None = None) -> None:
         """One MOVE step for the lanes in ``m`` (rules: MOVE 1-5); ``invalid`` lanes lose their actor;
-        ``row``: the movers' current slot-table rows."""
+        ``row``: the movers' current slot-table rows; ``ahead``: the crossing words, occupants and pearls in
+        the four directions ([4, B] each) when the observation of this state gathered them."""
         S, N, R, F = self.S, self.N, self.R, FIELDS
-        target, heading, kelp, grow, tail, o = resolve_move(
-            row, self.occ, self.pearl, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)
+        if ahead is not None and self.backend == "torch":
+            # the same as resolve_move_torch, reading the chosen direction's entries of the observation
+            word, occ_t, pearl_t = ahead
+            pick = d * self.B + self.lanes
+            word = gat(word, pick)
+            target, heading, tail = word & 0xFFFF, (word >> STEP_HEADING_SHIFT) & 3, row[:, TAILC]
+            kelp = m & ((word >> STEP_FLAG_SHIFT) == STEP_KELP)
+            grow = gat(pearl_t, pick)
+            o = torch.where(~grow & (target == tail), -1, gat(occ_t, pick))
+        else:
+            target, heading, kelp, grow, tail, o = resolve_move(
+                row, self.occ, self.pearl, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)
         hp, L = row[:, HPOS], row[:, SLEN]
         coll = m & ~kelp & (o >= 0)
         os_ = torch.where(coll, o, S)
