@@ -164,14 +164,17 @@ def _move_features(sim, lane, mi, head, tail, L, planes: bool = True):
     games.loong.bots.looks_safe: kelp is fatal; a portal target outside the window is unseen (and assumed
     safe); a seen target is safe when empty, or when it is the own tail (length >= 2) without a pearl."""
     # laid out [4, n] (directions outermost) so that every op runs over long rows; returned as [n, 4] views
-    key = sim.dir_offsets + (mi * sim.N + head) * 4
-    word = gat(sim.bank.t["step_packed"], key)
-    target, flag = word & 0xFFFF, word >> STEP_FLAG_SHIFT
-    flat = lane * (sim.N + 1) + target
-    occ_t, pearl_t = gat(sim.occ, flat), gat(sim.pearl, flat)
+    n = lane.shape[0]
+    key = (sim.dir_offsets + (mi * sim.N + head) * 4).view(-1)
+    word = sim.bank.t["step_packed"].index_select(0, key)
+    target = word & 0xFFFF
+    flat = (lane * (sim.N + 1) + target.view(4, n)).view(-1)
+    occ_t, pearl_t = sim.occ_f.index_select(0, flat), sim.pearl_f.index_select(0, flat)
+    ahead = (word, occ_t, pearl_t)  # [4 * n] each: the crossing, occupant and pearl ahead in every direction
+    word, target, occ_t, pearl_t = (x.view(4, n) for x in (word, target, occ_t, pearl_t))
+    flag = word >> STEP_FLAG_SHIFT
     own_tail = (target == torch.where(L >= 2, tail, -1)) & ~pearl_t  # the own tail is the only body in its cell
     safe = (flag == STEP_UNSEEN) | ((flag == STEP_SEEN) & ((occ_t < 0) | own_tail))
-    ahead = (word, occ_t, pearl_t)  # [4, n] each: the crossing, occupant and pearl ahead in every direction
     if not planes:
         return None, safe.T, ahead
     _, _, kind, visible = unpack_step(word)

@@ -195,15 +195,29 @@ class LoongSim:
         self.lanes = torch.arange(B, device=dev)
         self._none = torch.full((B,), -1, **z)
         self._ones = torch.ones(B, **z)
+        self._zero_b = torch.zeros(B, **z)
+        self._minus_one = torch.full((2 * B,), -1, **z)
+        self._seg = torch.arange(R, **z)[:, None]  # [R, 1] segment indices
+        self._even = self._seg % 2 == 0
+        self._check_overflow = False  # set where a step may have flagged ``overflow``
         self.dir_offsets = torch.arange(4, **z)[:, None]  # [4, 1]: side d of a crossing key
         self._empties: dict = {}
         self.version = 0  # bumped by every change of state; observe() leaves ``turn_cache`` for this version
         self.turn_cache: tuple | None = None
         self._cols = {name: torch.tensor(cols, **z)[:, None] for name, cols in _COLS.items()}  # [k, 1]
+        self._flat_views()
         self.last: dict[str, torch.Tensor] = {}
         self._id_margin = 0
         self._tmpl: tuple[int, torch.Tensor] | None = None
         self.slot_hi = 1  # every lane's living dragons sit in slots below this (grows, never shrinks)
+
+    def _flat_views(self) -> None:
+        """1-D views of the state tensors the hot path gathers from and scatters into (re-made whenever a
+        tensor is re-allocated): each saves a view per access, and ops are what a CPU step costs."""
+        self.occ_f, self.pearl_f, self.living_f = self.occ.view(-1), self.pearl.view(-1), self.living.view(-1)
+        self.tab_f, self.ring_f, self.sid_f = self.tab.view(-1), self.ring_t.view(-1), self.sid_t.view(-1)
+        self.id_team_f, self.id_head_f = self.id_team.view(-1), self.id_head.view(-1)
+        self.fire_f, self.spawn_cell_f = self.fire_t.view(-1), self.spawn_cell_t.view(-1)
 
     def _grow_spawns(self) -> None:
         sp = max(self.bank.max_spawns, 1)
@@ -212,6 +226,7 @@ class LoongSim:
             pad = lambda x, v: torch.cat([x, torch.full((extra, self.B), v, dtype=x.dtype, device=x.device)], 0)  # noqa: E731
             self.fire_t, self.period_t = pad(self.fire_t, 1 << 40), pad(self.period_t, 0)
             self.spawn_cell_t = pad(self.spawn_cell_t, self.N)
+            self._flat_views()
 
     def _tmpl_tab(self) -> torch.Tensor:
         """``[M, S+1, FIELDS]`` the slot table of each bank map at round 0 (cached per bank size)."""
@@ -339,6 +354,7 @@ class LoongSim:
             grown = torch.full((self.B, new), -1, dtype=old.dtype, device=self.device)
             grown[:, :cap] = old
             setattr(self, name, grown)
+        self._flat_views()
 
     # -- queries ---------------------------------------------------------------------------------
     def over(self) -> torch.Tensor:
@@ -423,9 +439,9 @@ class LoongSim:
         self.fire_t += fire * self.period_t
         at = fire.view(-1).nonzero()[:, 0]
         if len(at):
-            flat = (at % self.B) * (self.N + 1) + gat(self.spawn_cell_t, at)
-            place = ~gat(self.pearl, flat) & (gat(self.occ, flat) < 0)
-            fill(self.pearl, flat[place], True)
+            flat = (at % self.B) * (self.N + 1) + self.spawn_cell_f.index_select(0, at)
+            place = ~self.pearl_f.index_select(0, flat) & (self.occ_f.index_select(0, flat) < 0)
+            self.pearl_f.index_fill_(0, flat[place], True)
         self.limit = torch.where(m, self.next_id, self.limit)
         slot, found = self._first_after(self._none, self.limit)
         self.actor = torch.where(m & found, slot, self.actor)
@@ -461,7 +477,7 @@ class LoongSim:
         """Play the current dragon's turn in every running lane (or only in ``lanes``, a [B] bool mask)."""
         if torch.is_tensor(turn):
             turn = Turn(turn)
-        S, F = self.S, FIELDS
+        S = self.S
         act = turn.act
         if act.dtype != torch.int64 or act.device != self.device:
             act = act.to(self.device, torch.int64)
@@ -479,49 +495,59 @@ class LoongSim:
         else:
             fa = a * self.B + self.lanes  # inactive lanes point at their trash slot (no dragon, id -1)
             row = self.rows(fa)
-            aid = gat(self.sid_t, fa)
+            aid = self.sid_f.index_select(0, fa)
         self.version += 1
-        team, length0 = row[:, TEAM], row[:, SLEN]
-        faF = fa * F
-        flat = self.tab.view(-1)
-        flat.index_fill_(0, (self._cols["turn"] + faF).view(-1), 0)  # inbox read, echoes reset
-        flat.index_add_(0, faF + NTURN, self._ones)
+        cols = row.unbind(1)
+        team, length0 = cols[TEAM], cols[SLEN]
         sonar, smask = turn.sonar, turn.sonar_mask
         if sonar is not None and smask is not None:
             sonar, smask = sonar.to(self.device, torch.int64), smask.to(self.device, torch.bool)
         kind, arg = act[:, 0], act[:, 1]
         v_move = (kind | (arg & ~3)) == 0  # MOVE (kind 0) with a direction 0..3
-        v_sprint = v_split = living_team = None
-        if self.record_turns or bool(kind.any()):
+        if not self.record_turns and not bool(kind.any()):
+            # every row is a MOVE: one move step, which also starts the turn (inbox read, echoes reset, turn
+            # counted) in the same write as the move (a dragon that dies is cleared by _kill instead)
+            self.last = {"active": active}
+            self._move(active & v_move, a, fa, arg & 3, active & ~v_move, row, cols, ahead, turn_start=True)
+        else:
+            self._start_turn(fa)
             if act.shape[1] < 2 + self.cap:
                 act = torch.cat([act, act.new_zeros(self.B, 2 + self.cap - act.shape[1])], 1)
-            living_team = gat(self.living, self.lanes * 2 + team)
+            living_team = self.living_f.index_select(0, self.lanes * 2 + team)
             v_sprint, v_split = self._validity(act, length0, living_team)
-        invalid = active & ~(v_move if v_split is None else v_move | v_sprint | v_split)
-        if self.record_turns:
-            if smask is None:
-                sonar, smask = act.new_zeros(self.B, 4), torch.zeros(self.B, 4, dtype=torch.bool, device=self.device)
-            self.last = {"active": active, "aid": aid, "round": self.round.clone(), "length": length0,
-                         "living": living_team, "act": act, "sonar": sonar, "sonar_mask": smask,
-                         "cause": torch.where(invalid, C_INVALID, 0), "other": torch.full_like(aid, -1),
-                         "partner": torch.full_like(aid, -1), "born": torch.full_like(aid, -1)}
-        else:
-            self.last = {"active": active}
-        self._steps(act, active, v_move, v_sprint, a, fa, length0, invalid, row, ahead)
-        if v_split is not None:
-            self._split(active & v_split, act[:, 1], a, fa, team)
+            invalid = active & ~(v_move | v_sprint | v_split)
+            if self.record_turns:
+                if smask is None:
+                    sonar = act.new_zeros(self.B, 4)
+                    smask = torch.zeros(self.B, 4, dtype=torch.bool, device=self.device)
+                self.last = {"active": active, "aid": aid, "round": self.round.clone(), "length": length0,
+                             "living": living_team, "act": act, "sonar": sonar, "sonar_mask": smask,
+                             "cause": torch.where(invalid, C_INVALID, 0), "other": torch.full_like(aid, -1),
+                             "partner": torch.full_like(aid, -1), "born": torch.full_like(aid, -1)}
+            else:
+                self.last = {"active": active}
+            self._steps(act, active, v_move, v_sprint, a, fa, length0, invalid, row, cols)
+            self._split(active & v_split, arg, a, fa, team)
         if smask is not None and bool(smask.any()):
-            self._sonar(active & (gat(self.sid_t, fa) >= 0), sonar, smask, fa, team)
+            self._sonar(active & (self.sid_f.index_select(0, fa) >= 0), sonar, smask, fa, team)
         if self._killed:
             self._eliminate(active)
-        if bool(self.overflow.any()):
-            lanes_over = self.overflow.nonzero()[:, 0].tolist()
-            raise CapacityError(f"lanes {lanes_over[:8]} outgrew ring={self.R} or inbox={self.IB}")
-        running = self.result == RUNNING
+            active = active & (self.result == RUNNING)
+        if self._check_overflow:
+            self._check_overflow = False
+            if bool(self.overflow.any()):
+                lanes_over = self.overflow.nonzero()[:, 0].tolist()
+                raise CapacityError(f"lanes {lanes_over[:8]} outgrew ring={self.R} or inbox={self.IB}")
         slot, found = self._first_after(aid, self.limit)
-        go_on = active & running & found
+        go_on = active & found
         self.actor = torch.where(go_on, slot, self.actor)
-        self._round_boundary(active & ~go_on)
+        self._round_boundary(self.last["active"] & ~go_on)
+
+    def _start_turn(self, fa: torch.Tensor) -> None:
+        """The movers read their inboxes (emptied), their echoes reset, and their turn is counted."""
+        faF = fa * FIELDS
+        self.tab_f.index_fill_(0, (self._cols["turn"] + faF).view(-1), 0)
+        self.tab_f.index_add_(0, faF + NTURN, self._ones)
 
     def _ensure_id_room(self) -> None:
         """Each step adds at most one id per lane, so one check covers the next ``margin`` steps."""
@@ -542,24 +568,25 @@ class LoongSim:
         v_split = (kind == SPLIT) & (arg >= 1) & (arg <= length - 1) & (living_team < MAX_TEAM)
         return v_sprint, v_split
 
-    def _steps(self, act, active, v_move, v_sprint, a, fa, length0, invalid, row, ahead=None) -> None:
+    def _steps(self, act, active, v_move, v_sprint, a, fa, length0, invalid, row, cols) -> None:
         """MOVE is a one-step sprint; sprint step i >= ceil(L/4) first sheds the tail. Invalid actions kill
-        the actor along with the first step's deaths (those lanes do not move). ``row``: the actors' rows
-        as the turn began (moves read head, tail, ring position and length)."""
-        if v_sprint is None or not bool(v_sprint.any()):
-            self._move(active & v_move, a, fa, act[:, 1].clamp(0, 3), invalid, row, ahead)
+        the actor along with the first step's deaths (those lanes do not move). ``row``/``cols``: the
+        actors' rows as the turn began (moves read head, tail, ring position and length)."""
+        if not bool(v_sprint.any()):
+            self._move(active & v_move, a, fa, act[:, 1] & 3, invalid, row, cols)
             return
-        self._kill(invalid, a)
         nsteps = torch.where(active & v_move, 1, torch.where(active & v_sprint, act[:, 1], 0))
         kmax = int(nsteps.max())
         free = (length0 + 3) // 4
+        self._kill(invalid, a)
         for i in range(kmax):
             if i == 0:
-                self._move(nsteps > 0, a, fa, torch.where(v_move, act[:, 1], act[:, 2]).clamp(0, 3), None, row)
+                self._move(nsteps > 0, a, fa, torch.where(v_move, act[:, 1], act[:, 2]) & 3, None, row, cols)
             else:
-                m = (nsteps > i) & (gat(self.sid_t, fa) >= 0)
+                m = (nsteps > i) & (self.sid_f.index_select(0, fa) >= 0)
                 self._pay_tail(m & v_sprint & (i >= free), fa)
-                self._move(m, a, fa, act[:, 2 + i].clamp(0, 3), None, self.rows(fa))
+                row = self.rows(fa)
+                self._move(m, a, fa, act[:, 2 + i] & 3, None, row, row.unbind(1))
 
     def _pay_tail(self, m: torch.Tensor, fa: torch.Tensor) -> None:
         F = FIELDS
@@ -571,47 +598,58 @@ class LoongSim:
         put(self.tab, self._cols["len_tail"] + fw * F, torch.stack([L - 1, tail]))
 
     def _move(self, m: torch.Tensor, a: torch.Tensor, fa: torch.Tensor, d: torch.Tensor,
-              invalid: torch.Tensor | None, row: torch.Tensor, ahead: list | None = None) -> None:
+              invalid: torch.Tensor | None, row: torch.Tensor, cols, ahead: list | None = None,
+              turn_start: bool = False) -> None:
         """One MOVE step for the lanes in ``m`` (rules: MOVE 1-5); ``invalid`` lanes lose their actor;
-        ``row``: the movers' current slot-table rows; ``ahead``: the crossing words, occupants and pearls in
-        the four directions ([4, B] each) when the observation of this state gathered them."""
-        S, N, R, F = self.S, self.N, self.R, FIELDS
+        ``row``/``cols``: the movers' current slot-table rows (and their columns); ``ahead``: the crossing
+        words, occupants and pearls in the four directions ([4 * B] each) when the observation of this state
+        gathered them; ``turn_start``: also begin the movers' turn (see _start_turn) in the same write."""
+        S, N, R, F, B = self.S, self.N, self.R, FIELDS, self.B
+        hp, L, tail = cols[HPOS], cols[SLEN], cols[TAILC]
         if ahead is not None and self.backend == "torch":
             # the same as resolve_move_torch, reading the chosen direction's entries of the observation
             word, occ_t, pearl_t = ahead
-            pick = d * self.B + self.lanes
-            word = gat(word, pick)
-            target, heading, tail = word & 0xFFFF, (word >> STEP_HEADING_SHIFT) & 3, row[:, TAILC]
+            pick = d * B + self.lanes
+            word = word.index_select(0, pick)
+            target, heading = word & 0xFFFF, (word >> STEP_HEADING_SHIFT) & 3
             kelp = m & ((word >> STEP_FLAG_SHIFT) == STEP_KELP)
-            grow = gat(pearl_t, pick)
-            o = torch.where(~grow & (target == tail), -1, gat(occ_t, pick))
+            grow = pearl_t.index_select(0, pick)
+            o = torch.where(~grow & (target == tail), -1, occ_t.index_select(0, pick))
         else:
             target, heading, kelp, grow, tail, o = resolve_move(
                 row, self.occ, self.pearl, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)
-        hp, L = row[:, HPOS], row[:, SLEN]
-        coll = m & ~kelp & (o >= 0)
+        mv = m & ~kelp
+        coll = mv & (o >= 0)
+        ok = mv & (o < 0)
         os_ = torch.where(coll, o, S)
-        fo = os_ * self.B + self.lanes
-        headon = coll & (os_ != a) & (gat(self.tab, fo * F + HEADC) == target)
+        fo = os_ * B + self.lanes
+        headon = coll & (os_ != a) & (self.tab_f.index_select(0, fo * F + HEADC) == target)
         dies = kelp | coll
-        ok = m & ~dies
         g = ok & grow
         gl = g.long()
         bN = self.bN
         # the tail leaves first (unless growing), then the head enters; failing lanes write to trash
-        fill(self.occ, bN + torch.where(ok & ~grow, tail, N), -1)
-        fill(self.pearl, bN + torch.where(g, target, N), False)
+        self.occ_f.index_fill_(0, bN + torch.where(ok & ~grow, tail, N), -1)
+        self.pearl_f.index_fill_(0, bN + torch.where(g, target, N), False)
         nhp = (hp + 1) % R
         fw = torch.where(ok, fa, self.trash_fs)
-        put(self.ring_t, fw * R + nhp, target)
-        put(self.occ, bN + torch.where(ok, target, N), torch.where(ok, a, -1))
-        new_tail = gat(self.ring_t, fw * R + (nhp - L - gl + 1) % R).long()
-        put(self.tab, self._cols["moved"] + fw * F, torch.stack([nhp, L + gl, heading, target, new_tail]))
+        fwR = fw * R
+        self.ring_f.scatter_(0, fwR + nhp, target.to(torch.int16))
+        self.occ_f.scatter_(0, bN + torch.where(ok, target, N), torch.where(ok, a, -1))
+        new_tail = self.ring_f.index_select(0, fwR + (hp - L + 2 - gl) % R).long()
+        if turn_start:
+            z = self._zero_b
+            vals = torch.stack([nhp, L + gl, heading, target, new_tail, cols[NTURN] + 1, z, z, z, z, z, z])
+            self.tab_f.scatter_(0, (self._cols["moved_turn"] + fw * F).view(-1), vals.view(-1))
+        else:
+            vals = torch.stack([nhp, L + gl, heading, target, new_tail])
+            self.tab_f.scatter_(0, (self._cols["moved"] + fw * F).view(-1), vals.view(-1))
         if bool(g.any()):
             self.overflow |= g & (L >= R)
+            self._check_overflow = True
         if self.record_turns:
             last = self.last
-            other_id = gat(self.sid_t, fo)
+            other_id = self.sid_f.index_select(0, fo)
             cause = torch.where(headon, C_HEADON, torch.where(coll & (os_ == a), C_SELF, C_OTHER))
             last["cause"] = torch.where(kelp, C_KELP, torch.where(coll, cause, last["cause"]))
             last["other"] = torch.where(coll, other_id, last["other"])
@@ -626,25 +664,24 @@ class LoongSim:
         if not bool(m.any()):
             return
         self._killed = True
-        N, R, F = self.N, self.R, FIELDS
-        pick = m.reshape(-1).nonzero()[:, 0]
-        idx = pick % self.B
-        vslot = slot.reshape(-1).index_select(0, pick)
-        fs = vslot * self.B + idx
-        row = self.rows(fs)
-        L, hp, team, sid = row[:, SLEN], row[:, HPOS], row[:, TEAM], gat(self.sid_t, fs)
-        i = torch.arange(int(L.max()), device=self.device)
-        cells = gat(self.ring_t, (fs * R)[:, None] + (hp[:, None] - i) % R).long()
-        body = i[None] < L[:, None]
-        base = (idx * (N + 1))[:, None]
-        fill(self.occ, base + torch.where(body, cells, N), -1)
-        fill(self.pearl, base + torch.where(body & (i[None] % 2 == 0), cells, N), True)
-        self.living.view(-1).index_add_(0, idx * 2 + team, torch.full_like(idx, -1))
-        cap = self.id_head.shape[1]
-        put(self.id_head, idx * cap + sid, row[:, SHEAD])
-        flat = self.tab.view(-1)
-        flat.index_fill_(0, (self._cols["death"] + fs * F).view(-1), 0)
-        fill(self.sid_t, fs, -1)
+        N, R, F, B = self.N, self.R, FIELDS, self.B
+        pick = m.reshape(-1).nonzero().view(-1)
+        idx = pick % B
+        fs = slot.reshape(-1).index_select(0, pick) * B + idx
+        c = self.rows(fs).unbind(1)
+        L, hp = c[SLEN], c[HPOS]
+        sid = self.sid_f.index_select(0, fs)
+        n, lmax = len(idx), int(L.max())
+        seg = self._seg[:lmax]  # [lmax, 1]: segment i of every victim, laid out [lmax, n]
+        cells = self.ring_f.index_select(0, ((hp - seg) % R + fs * R).view(-1)).view(lmax, n).long()
+        body = seg < L
+        base = idx * (N + 1)
+        self.occ_f.index_fill_(0, (torch.where(body, cells, N) + base).view(-1), -1)
+        self.pearl_f.index_fill_(0, (torch.where(body & self._even[:lmax], cells, N) + base).view(-1), True)
+        self.living_f.index_add_(0, idx * 2 + c[TEAM], self._minus_one[:n])
+        self.id_head_f.scatter_(0, idx * self.id_head.shape[1] + sid, c[SHEAD].to(torch.int8))
+        self.tab_f.index_fill_(0, (self._cols["death"] + fs * F).view(-1), 0)
+        self.sid_f.index_fill_(0, fs, -1)
 
     def _split(self, m: torch.Tensor, k_all: torch.Tensor, a: torch.Tensor, fa: torch.Tensor,
                team_all: torch.Tensor) -> None:
@@ -702,6 +739,7 @@ class LoongSim:
             rrow = self.rows(fr)
             n = rrow[:, INBOX_N]
             self.overflow |= hit & (n >= IB)
+            self._check_overflow = True
             pos = torch.where(hit, fr * IB + n.clamp(max=IB - 1), fr * IB)
             put(self.inbox_vt, pos, values[:, d])
             put(self.inbox_dt, pos, arrive)
@@ -712,9 +750,13 @@ class LoongSim:
             flat.index_add_(0, fa * F + ECHO + kind, (hit | (md & kelp)).long())
 
     def _eliminate(self, active: torch.Tensor) -> None:
-        l0, l1 = self.living[:, 0] > 0, self.living[:, 1] > 0
-        done = active & (self.result == RUNNING) & ~(l0 & l1)
-        code = torch.where(l0, WON0, torch.where(l1, WON1, DRAW))
+        """A lane whose last dragon of a team died this step ends: the other team wins (a draw if none is left)."""
+        alive = self.living > 0
+        done = active & ~alive.all(1)
+        if not bool(done.any()):
+            return
+        done &= self.result == RUNNING
+        code = DRAW - 2 * alive[:, 0].long() - alive[:, 1].long()  # WON0 = 1, WON1 = 2, DRAW = 3
         self.result = torch.where(done, code, self.result)
         self.reason = torch.where(done, ELIMINATION, self.reason)
 
@@ -723,6 +765,7 @@ class LoongSim:
 _COLS = {"turn": [INBOX_N] + list(range(ECHO, ECHO + 5)),  # cleared when a dragon's turn begins
          "death": [SLEN, INBOX_N] + list(range(ECHO, ECHO + 5)),  # cleared when it dies (and its id -1)
          "moved": [HPOS, SLEN, SHEAD, HEADC, TAILC],
+         "moved_turn": [HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N] + list(range(ECHO, ECHO + 5)),
          "len_tail": [SLEN, TAILC]}
 
 

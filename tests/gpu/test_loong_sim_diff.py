@@ -11,6 +11,7 @@ from games.loong.engine import Game
 from games.loong.mapgen import generate_map
 from games.loong.scenario import board, position
 from gpu.loong_diff import chaos_choice, lockstep, rich_choice
+from gpu.loong_hash import lane_hashes
 from gpu.loong_obs import observe
 from gpu.loong_play import play_batched_games
 from gpu.loong_policy import ChaosPolicy, RandomPolicy
@@ -202,3 +203,30 @@ def test_observations_match_the_reference_on_random_states():
         assert (full[11].reshape(-1) == np.frombuffer(g.pearls, np.uint8)).all()
         assert full[13].sum() == 1 and full[12].sum() == len(ro.body)
     assert compared >= 3
+
+
+def test_step_reuses_its_observation_only_for_the_same_state():
+    """A step after observe() reads the rows and crossings that observation gathered; the games are the
+    same as when every step gathers afresh, and a cache left from an older state is ignored."""
+    maps = gen_maps(6, 12, 12, 700)
+
+    def play(use_cache):
+        sim = LoongSim(maps, seeds=list(range(6)), max_rounds=40, record_hashes=True)
+        pol = ChaosPolicy(p_forfeit=0.01)
+        for _ in range(240):
+            turn = pol(observe(sim, planes=False))
+            if not use_cache:
+                sim.turn_cache = None
+            sim.step(turn)
+        return sim.hashes
+
+    assert play(True) == play(False)
+    sim = LoongSim(maps[:2], seeds=[0, 1])
+    turn = RandomPolicy()(observe(sim, planes=False))
+    sim.reset([0], [maps[3]], [9])  # the state changes under the cached observation
+    assert sim.turn_cache is not None and sim.turn_cache[0] != sim.version
+    fresh = LoongSim([maps[3], maps[1]], seeds=[9, 1])
+    sim.step(turn)
+    fresh.step(turn)
+    assert sim.turn_cache is None
+    assert lane_hashes(sim, torch.arange(2)) == lane_hashes(fresh, torch.arange(2))
