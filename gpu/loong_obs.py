@@ -165,7 +165,7 @@ def _move_features(sim, lane, mi, head, tail, L, planes: bool = True):
     safe); a seen target is safe when empty, or when it is the own tail (length >= 2) without a pearl."""
     # laid out [4, n] (directions outermost) so that every op runs over long rows; returned as [n, 4] views
     n = lane.shape[0]
-    key = (sim.dir_offsets + (mi * sim.N + head) * 4).view(-1)
+    key = ((sim.dir_offsets_b if n == sim.B else sim.dir_offsets) + (mi * sim.N + head) * 4).view(-1)
     word = sim.bank.t["step_packed"].index_select(0, key)
     target = word & 0xFFFF
     flat = (lane * (sim.N + 1) + target.view(4, n)).view(-1)

@@ -49,9 +49,16 @@ def pick(mask: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     r-th allowed direction in N, E, S, W order, r = below(u, count): the number of directions with at most
     r allowed ones up to and including them. Works on the [4, n] transpose (the observation's own layout),
     so every op runs over n."""
-    m = mask.T
-    rank = (m | ~m.any(0)).long().cumsum(0)
-    return (rank <= below(u, rank[3])).sum(0)
+    code = (mask.T.to(torch.uint8) * _BITS.to(mask.device)).sum(0).long()  # N = 1, E = 2, S = 4, W = 8
+    r = below(u, _COUNT.to(mask.device).index_select(0, code))
+    return _NTH.to(mask.device).index_select(0, code * 4 + r)
+
+
+# Tables over the 16 masks of allowed directions (mask 0, none allowed, stands for all four): how many are
+# allowed, and the r-th allowed direction (code * 4 + r).
+_BITS = torch.tensor([[1], [2], [4], [8]], dtype=torch.uint8)
+_COUNT = torch.tensor([4] + [bin(c).count("1") for c in range(1, 16)])
+_NTH = torch.tensor([([d for d in range(4) if (c or 15) >> d & 1] + [0] * 4)[r] for c in range(16) for r in range(4)])
 
 
 def _act(n: int, cap: int, device) -> torch.Tensor:
@@ -70,7 +77,7 @@ class RandomPolicy:
     def __call__(self, obs: LoongObs) -> Turn:
         (u,) = draws(obs.rng, 1)
         d = pick(obs.safe, u)
-        return Turn(torch.stack([torch.zeros_like(d), d], 1))  # [MOVE, d]; the sprint columns may be left off
+        return Turn(torch.stack([torch.zeros_like(d), d]).T)  # [MOVE, d]; the sprint columns may be left off
 
 
 class ChaosPolicy:

@@ -205,6 +205,9 @@ class LoongSim:
         self.version = 0  # bumped by every change of state; observe() leaves ``turn_cache`` for this version
         self.turn_cache: tuple | None = None
         self._cols = {name: torch.tensor(cols, **z)[:, None] for name, cols in _COLS.items()}  # [k, 1]
+        # the same as [k, B], materialised: [k, 1] + [B] broadcasts along the slow axis and costs 10x more
+        self._cols_b = {name: c.expand(len(c), B).contiguous() for name, c in self._cols.items()}
+        self.dir_offsets_b = self.dir_offsets.expand(4, B).contiguous()
         self._flat_views()
         self.last: dict[str, torch.Tensor] = {}
         self._id_margin = 0
@@ -546,7 +549,7 @@ class LoongSim:
     def _start_turn(self, fa: torch.Tensor) -> None:
         """The movers read their inboxes (emptied), their echoes reset, and their turn is counted."""
         faF = fa * FIELDS
-        self.tab_f.index_fill_(0, (self._cols["turn"] + faF).view(-1), 0)
+        self.tab_f.index_fill_(0, (self._cols_b["turn"] + faF).view(-1), 0)
         self.tab_f.index_add_(0, faF + NTURN, self._ones)
 
     def _ensure_id_room(self) -> None:
@@ -595,7 +598,7 @@ class LoongSim:
         fill(self.occ, self.bN + torch.where(m, row[:, TAILC], self.N), -1)
         fw = torch.where(m, fa, self.trash_fs)
         tail = gat(self.ring_t, fw * self.R + (hp - L + 2) % self.R).long()
-        put(self.tab, self._cols["len_tail"] + fw * F, torch.stack([L - 1, tail]))
+        put(self.tab, self._cols_b["len_tail"] + fw * F, torch.stack([L - 1, tail]))
 
     def _move(self, m: torch.Tensor, a: torch.Tensor, fa: torch.Tensor, d: torch.Tensor,
               invalid: torch.Tensor | None, row: torch.Tensor, cols, ahead: list | None = None,
@@ -640,10 +643,10 @@ class LoongSim:
         if turn_start:
             z = self._zero_b
             vals = torch.stack([nhp, L + gl, heading, target, new_tail, cols[NTURN] + 1, z, z, z, z, z, z])
-            self.tab_f.scatter_(0, (self._cols["moved_turn"] + fw * F).view(-1), vals.view(-1))
+            self.tab_f.scatter_(0, (self._cols_b["moved_turn"] + fw * F).view(-1), vals.view(-1))
         else:
             vals = torch.stack([nhp, L + gl, heading, target, new_tail])
-            self.tab_f.scatter_(0, (self._cols["moved"] + fw * F).view(-1), vals.view(-1))
+            self.tab_f.scatter_(0, (self._cols_b["moved"] + fw * F).view(-1), vals.view(-1))
         if bool(g.any()):
             self.overflow |= g & (L >= R)
             self._check_overflow = True
