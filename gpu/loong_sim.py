@@ -179,6 +179,7 @@ class LoongSim:
         self.pearl = torch.zeros(B, N + 1, dtype=torch.bool, device=dev)
         sp = max(self.bank.max_spawns, 1)
         self.fire_t = torch.zeros(sp, B, **z)
+        self.fire_min = torch.zeros(B, **z)  # per lane, the next round in which some tile fires
         self.period_t = torch.zeros(sp, B, **z)
         self.spawn_cell_t = torch.full((sp, B), N, **z)
         self.sid_t = torch.full((S + 1, B), -1, **z)
@@ -221,6 +222,7 @@ class LoongSim:
         self.tab_f, self.ring_f, self.sid_f = self.tab.view(-1), self.ring_t.view(-1), self.sid_t.view(-1)
         self.id_team_f, self.id_head_f = self.id_team.view(-1), self.id_head.view(-1)
         self.fire_f, self.spawn_cell_f = self.fire_t.view(-1), self.spawn_cell_t.view(-1)
+        self.period_f = self.period_t.view(-1)
 
     def _grow_spawns(self) -> None:
         sp = max(self.bank.max_spawns, 1)
@@ -266,6 +268,7 @@ class LoongSim:
         self.spawn_cell_t[:, idx] = t["spawn_cell"][mi, :sp].T
         for name in ("round", "result", "reason", "limit"):
             getattr(self, name)[idx] = 0
+        self._refresh_fire_min(idx)
         self.id_team[idx] = -1
         self.id_head[idx] = -1
         self.id_team[idx, : SLOTS] = t["tmpl_id_team"][mi].to(torch.int8)
@@ -275,6 +278,13 @@ class LoongSim:
         self.slot_hi = max(self.slot_hi, max(len(m.dragons) for m in maps))
         self._seed_slots(idx)
         self._start_lanes(idx)
+
+    def _refresh_fire_min(self, idx: torch.Tensor) -> None:
+        """``fire_min`` of lanes ``idx``: the earliest pending fire round (tiles whose round has passed
+        without firing never fire again, like a countdown that went below zero)."""
+        sub = self.fire_t.index_select(1, idx)
+        pending = sub > self.round.index_select(0, idx)
+        self.fire_min.index_copy_(0, idx, torch.where(pending, sub, _NO_ID).amin(0))
 
     def _seed_slots(self, idx: torch.Tensor) -> None:
         """Each living slot's dragon seed (rules decision 17) for lanes ``idx``."""
@@ -315,6 +325,7 @@ class LoongSim:
         self.slot_hi = max(self.slot_hi, slot)
         self.living[b] = torch.as_tensor(game.living, device=self.device)
         self.round[b], self.next_id[b] = game.round, game.next_id
+        self._refresh_fire_min(torch.tensor([b], device=self.device))
         code = 0 if game.result is None else (DRAW if game.result.winner is None else 1 + game.result.winner)
         self.result[b] = code
         self.reason[b] = 0 if game.result is None else (ELIMINATION if game.result.reason == "elimination"
@@ -438,13 +449,17 @@ class LoongSim:
         empty) and start over; the round's actors are fixed (the living dragons with ids below ``limit``)
         and the first is picked."""
         self.round += m
-        fire = m & (self.fire_t == self.round)
-        self.fire_t += fire * self.period_t
-        at = fire.view(-1).nonzero()[:, 0]
-        if len(at):
+        due = m & (self.fire_min == self.round)  # lanes where some tile fires this round
+        if bool(due.any()):
+            lanes = due.nonzero().view(-1)
+            fire = self.fire_t.index_select(1, lanes) == self.round.index_select(0, lanes)
+            tile, j = fire.nonzero().unbind(1)
+            at = tile * self.B + lanes.index_select(0, j)  # flat index into the [SP, B] tile tables
+            self.fire_f.index_add_(0, at, self.period_f.index_select(0, at))
             flat = (at % self.B) * (self.N + 1) + self.spawn_cell_f.index_select(0, at)
             place = ~self.pearl_f.index_select(0, flat) & (self.occ_f.index_select(0, flat) < 0)
             self.pearl_f.index_fill_(0, flat[place], True)
+            self._refresh_fire_min(lanes)
         self.limit = torch.where(m, self.next_id, self.limit)
         slot, found = self._first_after(self._none, self.limit)
         self.actor = torch.where(m & found, slot, self.actor)
