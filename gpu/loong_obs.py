@@ -122,41 +122,38 @@ def _local_planes(sim, lane, slot, team, key) -> torch.Tensor:
     """``[n, LOCAL_CHANNELS, 7, 7]`` for windows centred on map cells ``key`` (= map * N + head cell)."""
     t = sim.bank.t
     n = lane.shape[0]
-    out = t["static_win"].index_select(0, key)
-    cells = t["window"].index_select(0, key)
+    cells = t["window"].index_select(0, key)  # [n, 49]
     occ_w, pearl_w = window_gather(sim.occ, sim.pearl, cells, lane, backend=sim.backend)
-    mi = key // sim.N
-    out[:, 10] = _countdowns(sim, lane, mi[:, None] * sim.N + cells) / 40.0
-    _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells, out[:, 11:])
+    cd = _countdowns(sim, lane, (key - key % sim.N)[:, None] + cells) / 40.0
+    dyn = _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells).float()
+    out = torch.cat([t["static_win"].index_select(0, key), cd[:, None], dyn], 1)  # contiguous pieces: one pass
     return out.view(n, LOCAL_CHANNELS, WINDOW, WINDOW)
 
 
 def _countdowns(sim, lane: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Spawn countdown (after this round's tick) of each map cell ``keys [n, C]`` in ``lane``; 0 where none."""
     spi = gat(sim.bank.t["spawn_of_cell"], keys)
-    cd = gat(sim.fire_t, spi.clamp(min=0) * sim.B + lane[:, None]) - gat(sim.round, lane)[:, None]
+    cd = gat(sim.fire_f, spi.clamp(min=0) * sim.B + lane[:, None]) - sim.round.index_select(0, lane)[:, None]
     return cd.masked_fill_(spi < 0, 0).float()
 
 
-def _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells, out: torch.Tensor) -> None:
-    """Writes ``out [n, 10, C]``: pearl, own seg/head/tail, ally seg/head, enemy seg/head, other tail,
-    queen seg."""
-    S = sim.S
+def _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells) -> torch.Tensor:
+    """``[n, 10, C]`` bool from the cells ``[n, C]`` of n views: pearl, own seg/head/tail, ally seg/head,
+    enemy seg/head, other tail, queen seg. Reads three fields of each occupant's slot-table row (not the
+    whole row: 50,000 cells a step at B = 1024)."""
     has = occ_w >= 0
-    os_ = torch.where(has, occ_w, S)
+    os_ = torch.where(has, occ_w, 0)  # a living slot stands in for empty cells (masked by ``has``)
     fo = os_ * sim.B + lane[:, None]
-    orow = sim.rows(fo.reshape(-1)).view(*fo.shape, FIELDS)
-    oteam = orow[..., TEAM]
-    ohead = orow[..., HEADC] == cells
-    otail = orow[..., TAILC] == cells
+    foF = (fo * FIELDS).view(-1)
+    oteam, ohead, otail = (sim.tab_f.index_select(0, foF + k).view(fo.shape) for k in (TEAM, HEADC, TAILC))
+    ohead, otail = ohead == cells, otail == cells
     own = has & (os_ == slot[:, None])
-    ally = has & ~own & (oteam == team[:, None])
+    other = has & ~own
+    ally = other & (oteam == team[:, None])
     enemy = has & (oteam != team[:, None])
-    queen = has & (gat(sim.sid_t, fo) < 2)
-    planes = [pearl_w, own, own & ohead, own & otail, ally, ally & ohead, enemy, enemy & ohead,
-              has & ~own & otail, queen]
-    for j, p in enumerate(planes):
-        out[:, j] = p
+    queen = has & (gat(sim.sid_f, fo) < 2)
+    return torch.stack([pearl_w, own, own & ohead, own & otail, ally, ally & ohead, enemy, enemy & ohead,
+                        other & otail, queen], 1)
 
 
 def _move_features(sim, lane, mi, head, tail, L, planes: bool = True):
@@ -211,14 +208,12 @@ def full_planes(sim, lane: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
     mi = sim.lane_map[lane]
     keys = mi[:, None] * N + torch.arange(N, device=dev)
     static = t["static"][keys]
+    cells = torch.arange(N, device=dev).expand(n, N).contiguous()
     static[..., 10] = _countdowns(sim, lane, keys) / 40.0
-    cells = torch.arange(N, device=dev).expand(n, N)
-    occ_c, pearl_c = window_gather(sim.occ, sim.pearl, cells.contiguous(), lane, backend="torch")
+    occ_c, pearl_c = window_gather(sim.occ, sim.pearl, cells, lane, backend="torch")
     fa = slot * sim.B + lane
     team = gat(sim.tab, fa * FIELDS + TEAM)
-    dyn = torch.empty(n, 10, N, device=dev)
-    _occupant_planes(sim, lane, slot, team, occ_c, pearl_c, cells, dyn)
-    dyn = dyn.permute(0, 2, 1)
+    dyn = _occupant_planes(sim, lane, slot, team, occ_c, pearl_c, cells).float().permute(0, 2, 1)  # [n, N, 10]
     extra = torch.zeros(n, N + 1, 3, device=dev)
     extra[..., 0] = _segment_index(sim, lane)
     win = t["window"][mi * N + sim.head_of(fa)]

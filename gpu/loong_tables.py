@@ -176,11 +176,9 @@ def _static_features(m: LoongMap) -> np.ndarray:
 
 
 def _static_windows(m: LoongMap, window: np.ndarray) -> np.ndarray:
-    """``[N, LOCAL_CHANNELS, 49]`` float32: the local planes of a window centred on each cell, static
-    channels filled (docs/loong-planes.md), the others zero (a template copied per observation)."""
-    out = np.zeros((m.n_cells, LOCAL_CHANNELS, WINDOW * WINDOW), np.float32)
-    out[:, :STATIC_CHANNELS] = _static_features(m)[window].transpose(0, 2, 1)
-    return out
+    """``[N, STATIC_CHANNELS - 1, 49]`` float32: the constant local planes (channels 0..9, docs/loong-planes.md)
+    of a window centred on each cell; the observation adds the countdown and the occupants."""
+    return np.ascontiguousarray(_static_features(m)[window].transpose(0, 2, 1)[:, : STATIC_CHANNELS - 1])
 
 
 def _visible(m: LoongMap) -> np.ndarray:
