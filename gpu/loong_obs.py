@@ -14,7 +14,7 @@ import torch
 
 from games.loong.maps import KELP, PORTAL
 from gpu.kernels.loong_window import window_gather
-from gpu.loong_sim import gat
+from gpu.loong_sim import PEARL, gat
 from gpu.loong_tables import (
     DSEED,
     ECHO,
@@ -123,7 +123,7 @@ def _local_planes(sim, lane, slot, team, key) -> torch.Tensor:
     t = sim.bank.t
     n = lane.shape[0]
     cells = t["window"].index_select(0, key)  # [n, 49]
-    occ_w, pearl_w = window_gather(sim.occ, sim.pearl, cells, lane, backend=sim.backend)
+    occ_w, pearl_w = window_gather(sim.occ, cells, lane, backend=sim.backend)
     cd = _countdowns(sim, lane, (key - key % sim.N)[:, None] + cells) / 40.0
     dyn = _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells).float()
     out = torch.cat([t["static_win"].index_select(0, key), cd[:, None], dyn], 1)  # contiguous pieces: one pass
@@ -166,9 +166,10 @@ def _move_features(sim, lane, mi, head, tail, L, planes: bool = True):
     word = sim.bank.t["step_packed"].index_select(0, key)
     target = word & 0xFFFF
     flat = (lane * (sim.N + 1) + target.view(4, n)).view(-1)
-    occ_t, pearl_t = sim.occ_f.index_select(0, flat), sim.pearl_f.index_select(0, flat)
-    ahead = (word, occ_t, pearl_t)  # [4 * n] each: the crossing, occupant and pearl ahead in every direction
-    word, target, occ_t, pearl_t = (x.view(4, n) for x in (word, target, occ_t, pearl_t))
+    occ_t = sim.occ_f.index_select(0, flat)
+    ahead = (word, occ_t)  # [4 * n] each: the crossing and the occupancy (slot, empty, pearl) in every direction
+    word, target, occ_t = (x.view(4, n) for x in (word, target, occ_t))
+    pearl_t = occ_t == PEARL
     flag = word >> STEP_FLAG_SHIFT
     own_tail = (target == torch.where(L >= 2, tail, -1)) & ~pearl_t  # the own tail is the only body in its cell
     safe = (flag == STEP_UNSEEN) | ((flag == STEP_SEEN) & ((occ_t < 0) | own_tail))
@@ -210,7 +211,7 @@ def full_planes(sim, lane: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
     static = t["static"][keys]
     cells = torch.arange(N, device=dev).expand(n, N).contiguous()
     static[..., 10] = _countdowns(sim, lane, keys) / 40.0
-    occ_c, pearl_c = window_gather(sim.occ, sim.pearl, cells, lane, backend="torch")
+    occ_c, pearl_c = window_gather(sim.occ, cells, lane, backend="torch")
     fa = slot * sim.B + lane
     team = gat(sim.tab, fa * FIELDS + TEAM)
     dyn = _occupant_planes(sim, lane, slot, team, occ_c, pearl_c, cells).float().permute(0, 2, 1)  # [n, N, 10]

@@ -12,8 +12,8 @@ finished lanes can be reset while the others play on::
         sim.step(policy(obs))                       # Turn(act [B, A], sonar [B, 4], sonar_mask [B, 4])
 
 State (one row per lane; S = 128 dragon slots + 1 trash slot; N = W * H cells + 1 trash cell):
-    occ [B, N+1]           slot of the dragon with a segment in the cell, -1 none
-    pearl [B, N+1]         bool
+    occ [B, N+1]           slot of the dragon with a segment in the cell, -1 empty, -2 a pearl (a pearl never
+                           shares a cell with a segment; ``pearl`` is the [B, N+1] bool view occ == -2)
     sid_t [S+1, B]         dragon id of each slot (-1 free); slot-major, because the acting order scans it
                            every step (``sid`` is its [B, S+1] view)
     tab [S+1, B, FIELDS]   the slot table (gpu.loong_tables): per slot the team, ring position of the head,
@@ -96,6 +96,7 @@ DEFAULT_SPRINT_CAP = 8
 DEFAULT_INBOX = 32
 MASK64 = (1 << 64) - 1
 _NO_ID = 1 << 60  # larger than every id: "no candidate" in the min-id searches
+EMPTY, PEARL = -1, -2  # occupancy values of a cell without a segment
 
 
 class CapacityError(RuntimeError):
@@ -125,6 +126,7 @@ class LoongSim:
     steam, hpos, slen, shead = _field(TEAM), _field(HPOS), _field(SLEN), _field(SHEAD)
     headc, tailc, nturn, inbox_n, dseed = _field(HEADC), _field(TAILC), _field(NTURN), _field(INBOX_N), _field(DSEED)
     echo = _field(ECHO, 5)
+    pearl = property(lambda self: self.occ == PEARL, doc="[B, N+1] bool: the cells holding a pearl (a copy)")
     ring = property(lambda self: self.ring_t.transpose(0, 1), doc="[B, S+1, R] view of ring_t")
     inbox_v = property(lambda self: self.inbox_vt.transpose(0, 1), doc="[B, S+1, IB] view of inbox_vt")
     inbox_d = property(lambda self: self.inbox_dt.transpose(0, 1), doc="[B, S+1, IB] view of inbox_dt")
@@ -176,7 +178,6 @@ class LoongSim:
         self.actor = torch.full((B,), S, **z)
         self.living = torch.zeros(B, 2, **z)
         self.occ = torch.full((B, N + 1), -1, **z)
-        self.pearl = torch.zeros(B, N + 1, dtype=torch.bool, device=dev)
         sp = max(self.bank.max_spawns, 1)
         self.fire_t = torch.zeros(sp, B, **z)
         self.fire_min = torch.zeros(B, **z)  # per lane, the next round in which some tile fires
@@ -199,7 +200,7 @@ class LoongSim:
         self._zero_b = torch.zeros(B, **z)
         self._minus_one = torch.full((2 * B,), -1, **z)
         self._seg = torch.arange(R, **z)[:, None]  # [R, 1] segment indices
-        self._even = self._seg % 2 == 0
+        self._left_behind = torch.where(self._seg % 2 == 0, PEARL, EMPTY)
         self._check_overflow = False  # set where a step may have flagged ``overflow``
         self.dir_offsets = torch.arange(4, **z)[:, None]  # [4, 1]: side d of a crossing key
         self._empties: dict = {}
@@ -218,7 +219,7 @@ class LoongSim:
     def _flat_views(self) -> None:
         """1-D views of the state tensors the hot path gathers from and scatters into (re-made whenever a
         tensor is re-allocated): each saves a view per access, and ops are what a CPU step costs."""
-        self.occ_f, self.pearl_f, self.living_f = self.occ.view(-1), self.pearl.view(-1), self.living.view(-1)
+        self.occ_f, self.living_f = self.occ.view(-1), self.living.view(-1)
         self.tab_f, self.ring_f, self.sid_f = self.tab.view(-1), self.ring_t.view(-1), self.sid_t.view(-1)
         self.id_team_f, self.id_head_f = self.id_team.view(-1), self.id_head.view(-1)
         self.fire_f, self.spawn_cell_f = self.fire_t.view(-1), self.spawn_cell_t.view(-1)
@@ -257,7 +258,7 @@ class LoongSim:
         if seeds is not None:
             self.seed[idx] = torch.as_tensor([s - (1 << 64) if s >= 1 << 63 else s for s in seeds],
                                              dtype=torch.int64, device=self.device)
-        for name in ("occ", "pearl", "living", "next_id"):
+        for name in ("occ", "living", "next_id"):
             getattr(self, name)[idx] = t[f"tmpl_{name}"][mi]
         self.ring_t[:, idx] = t["tmpl_ring"][mi].transpose(0, 1)
         self.tab[:, idx] = self._tmpl_tab()[mi].transpose(0, 1)
@@ -306,9 +307,7 @@ class LoongSim:
         self.reset([lane], [game.map])
         b, m = lane, game.map
         self._ensure_ids(game.next_id + 1)
-        self.occ[b] = -1
-        self.pearl[b] = False
-        self.pearl[b, : self.N] = torch.as_tensor(list(game.pearls), dtype=torch.bool, device=self.device)
+        self.occ[b] = EMPTY
         self.fire_t[: len(game.countdown), b] = game.round + torch.as_tensor(game.countdown, dtype=torch.int64,
                                                                             device=self.device)
         self.tab[:, b] = 0
@@ -323,6 +322,12 @@ class LoongSim:
                 self._load_dragon(b, slot, d)
                 slot += 1
         self.slot_hi = max(self.slot_hi, slot)
+        pearls = torch.as_tensor(list(game.pearls), dtype=torch.bool, device=self.device).nonzero().view(-1)
+        under = pearls[self.occ[b].index_select(0, pearls) >= 0].tolist()
+        if under:
+            raise ValueError(f"lane {b}: pearls under dragon bodies at cells {under[:8]}; no game played by the "
+                             "rules gets there, and the simulator keeps one value per cell")
+        self.occ[b].index_fill_(0, pearls, PEARL)
         self.living[b] = torch.as_tensor(game.living, device=self.device)
         self.round[b], self.next_id[b] = game.round, game.next_id
         self._refresh_fire_min(torch.tensor([b], device=self.device))
@@ -457,8 +462,8 @@ class LoongSim:
             at = tile * self.B + lanes.index_select(0, j)  # flat index into the [SP, B] tile tables
             self.fire_f.index_add_(0, at, self.period_f.index_select(0, at))
             flat = (at % self.B) * (self.N + 1) + self.spawn_cell_f.index_select(0, at)
-            place = ~self.pearl_f.index_select(0, flat) & (self.occ_f.index_select(0, flat) < 0)
-            self.pearl_f.index_fill_(0, flat[place], True)
+            flat = flat[self.occ_f.index_select(0, flat) == EMPTY]  # a tile under a body or a pearl stays
+            self.occ_f.index_fill_(0, flat, PEARL)
             self._refresh_fire_min(lanes)
         self.limit = torch.where(m, self.next_id, self.limit)
         slot, found = self._first_after(self._none, self.limit)
@@ -620,22 +625,24 @@ class LoongSim:
               turn_start: bool = False) -> None:
         """One MOVE step for the lanes in ``m`` (rules: MOVE 1-5); ``invalid`` lanes lose their actor;
         ``row``/``cols``: the movers' current slot-table rows (and their columns); ``ahead``: the crossing
-        words, occupants and pearls in the four directions ([4 * B] each) when the observation of this state
-        gathered them; ``turn_start``: also begin the movers' turn (see _start_turn) in the same write."""
+        words and the occupancy values (slot, empty, pearl) in the four directions ([4 * B] each) when the
+        observation of this state gathered them; ``turn_start``: also begin the movers' turn (see _start_turn)
+        in the same write."""
         S, N, R, F, B = self.S, self.N, self.R, FIELDS, self.B
         hp, L, tail = cols[HPOS], cols[SLEN], cols[TAILC]
         if ahead is not None and self.backend == "torch":
             # the same as resolve_move_torch, reading the chosen direction's entries of the observation
-            word, occ_t, pearl_t = ahead
+            word, occ_t = ahead
             pick = d * B + self.lanes
             word = word.index_select(0, pick)
             target, heading = word & 0xFFFF, (word >> STEP_HEADING_SHIFT) & 3
             kelp = m & ((word >> STEP_FLAG_SHIFT) == STEP_KELP)
-            grow = pearl_t.index_select(0, pick)
-            o = torch.where(~grow & (target == tail), -1, occ_t.index_select(0, pick))
+            v = occ_t.index_select(0, pick)
+            grow = v == PEARL
+            o = torch.where((v < 0) | (target == tail), -1, v)
         else:
             target, heading, kelp, grow, tail, o = resolve_move(
-                row, self.occ, self.pearl, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)
+                row, self.occ, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)
         mv = m & ~kelp
         coll = mv & (o >= 0)
         ok = mv & (o < 0)
@@ -646,14 +653,14 @@ class LoongSim:
         g = ok & grow
         gl = g.long()
         bN = self.bN
-        # the tail leaves first (unless growing), then the head enters; failing lanes write to trash
-        self.occ_f.index_fill_(0, bN + torch.where(ok & ~grow, tail, N), -1)
-        self.pearl_f.index_fill_(0, bN + torch.where(g, target, N), False)
+        # the tail leaves first (unless growing), then the head enters (over the pearl it eats); failing
+        # lanes write to their trash cell
+        self.occ_f.index_fill_(0, bN + torch.where(ok & ~grow, tail, N), EMPTY)
         nhp = (hp + 1) % R
         fw = torch.where(ok, fa, self.trash_fs)
         fwR = fw * R
         self.ring_f.scatter_(0, fwR + nhp, target.to(torch.int16))
-        self.occ_f.scatter_(0, bN + torch.where(ok, target, N), torch.where(ok, a, -1))
+        self.occ_f.scatter_(0, bN + torch.where(ok, target, N), torch.where(ok, a, EMPTY))
         new_tail = self.ring_f.index_select(0, fwR + (hp - L + 2 - gl) % R).long()
         if turn_start:
             z = self._zero_b
@@ -694,8 +701,8 @@ class LoongSim:
         cells = self.ring_f.index_select(0, ((hp - seg) % R + fs * R).view(-1)).view(lmax, n).long()
         body = seg < L
         base = idx * (N + 1)
-        self.occ_f.index_fill_(0, (torch.where(body, cells, N) + base).view(-1), -1)
-        self.pearl_f.index_fill_(0, (torch.where(body & self._even[:lmax], cells, N) + base).view(-1), True)
+        left = self._left_behind[:lmax].expand(lmax, n).reshape(-1)  # PEARL for segments 0, 2, ..., else EMPTY
+        self.occ_f.scatter_(0, (torch.where(body, cells, N) + base).view(-1), left)
         self.living_f.index_add_(0, idx * 2 + c[TEAM], self._minus_one[:n])
         self.id_head_f.scatter_(0, idx * self.id_head.shape[1] + sid, c[SHEAD].to(torch.int8))
         self.tab_f.index_fill_(0, (self._cols["death"] + fs * F).view(-1), 0)

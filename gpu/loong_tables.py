@@ -209,7 +209,6 @@ def start_template(m: LoongMap, ring: int) -> dict[str, np.ndarray]:
     """The lane state at round 0 for map ``m`` (host arrays; see LoongSim for the fields)."""
     n = m.n_cells
     occ = np.full(n + 1, -1, np.int64)
-    pearl = np.zeros(n + 1, bool)
     sid = np.full(SLOTS + 1, -1, np.int64)
     steam = np.zeros(SLOTS + 1, np.int64)
     hpos = np.zeros(SLOTS + 1, np.int64)
@@ -226,12 +225,12 @@ def start_template(m: LoongMap, ring: int) -> dict[str, np.ndarray]:
         occ[cells] = slot
         headc[slot], tailc[slot] = cells[0], cells[-1]
     for s in m.spawns:
-        pearl[m.cell(s.x, s.y)] = True
+        occ[m.cell(s.x, s.y)] = -2  # PEARL: the simulator keeps pearls in the occupancy grid (never under a body)
     id_team = np.full(SLOTS, -1, np.int64)  # ids 0..SLOTS-1 of a map's starting dragons
     for s in m.dragons:
         id_team[s.id] = s.team
     living = np.array([sum(s.team == t for s in m.dragons) for t in (0, 1)], np.int64)
     next_id = np.array(max((s.id for s in m.dragons), default=-1) + 1, np.int64)
-    return {"occ": occ, "pearl": pearl, "sid": sid, "steam": steam, "hpos": hpos, "slen": slen,
+    return {"occ": occ, "sid": sid, "steam": steam, "hpos": hpos, "slen": slen,
             "shead": shead, "headc": headc, "tailc": tailc, "ring": ringbuf.astype(np.int16), "id_team": id_team,
             "living": living, "next_id": next_id}

@@ -2,7 +2,7 @@
 
 Inputs (B lanes, S1 = slots + 1, N1 = cells + 1; flat map tables as in gpu/loong_tables.py):
     row [B, FIELDS] int64 (each lane's mover: its slot-table row; fields HEADC and TAILC are read), occ [B, N1]
-    int64, pearl [B, N1] bool, step [M * N * 4] int64 (packed crossings: target cell, arrival heading, kind,
+    int64 (slot, -1 empty, -2 pearl), step [M * N * 4] int64 (packed crossings: target cell, arrival heading, kind,
     visible; ``gpu.loong_tables.pack_step``), lane_map [B], d [B] side 0..3, m [B] bool (lanes that step).
 Returns (target [B], arrival heading [B], kelp [B] bool (m & the crossing is kelp), grow [B] bool (a pearl
 at the target), tail [B] (the mover's tail cell), o [B]): ``o`` is the slot occupying the target once the
@@ -19,20 +19,19 @@ import triton.language as tl
 from gpu.loong_tables import FIELDS, HEADC, STEP_HEADING_SHIFT, STEP_KIND_SHIFT, TAILC, unpack_step
 
 KELP = 1
+PEARL = -2  # occ value of a cell holding a pearl (a pearl never shares a cell with a segment)
 
 
-def resolve_move_torch(row, occ, pearl, step, lane_map, d, m):
+def resolve_move_torch(row, occ, step, lane_map, d, m):
     B, N1 = occ.shape
     head, tail = row[:, HEADC], row[:, TAILC]
     target, heading, kind, _ = unpack_step(step.index_select(0, (lane_map * (N1 - 1) + head) * 4 + d))
-    ft = torch.arange(B, device=occ.device) * N1 + target
-    grow = pearl.view(-1).index_select(0, ft)
-    o = torch.where(~grow & (target == tail), -1, occ.view(-1).index_select(0, ft))
-    return target, heading, m & (kind == KELP), grow, tail, o
+    v = occ.view(-1).index_select(0, torch.arange(B, device=occ.device) * N1 + target)
+    return target, heading, m & (kind == KELP), v == PEARL, tail, torch.where((v < 0) | (target == tail), -1, v)
 
 
 @triton.jit
-def _resolve_move_kernel(row_ptr, occ_ptr, pearl_ptr, step_ptr, lmap_ptr, d_ptr, m_ptr, t_out, h_out, k_out,
+def _resolve_move_kernel(row_ptr, occ_ptr, step_ptr, lmap_ptr, d_ptr, m_ptr, t_out, h_out, k_out,
                          g_out, tail_out, o_out, B, N1, F: tl.constexpr, F_HEADC: tl.constexpr,
                          F_TAILC: tl.constexpr, SH_HEADING: tl.constexpr, SH_KIND: tl.constexpr,
                          BLOCK: tl.constexpr):
@@ -49,9 +48,9 @@ def _resolve_move_kernel(row_ptr, occ_ptr, pearl_ptr, step_ptr, lmap_ptr, d_ptr,
     heading = (word >> SH_HEADING) & 3
     kind = (word >> SH_KIND) & 3
     ft = b64 * N1 + target
-    grow = tl.load(pearl_ptr + ft, mask=live, other=0)
-    o = tl.load(occ_ptr + ft, mask=live, other=-1)
-    o = tl.where((grow == 0) & (target == tail), -1, o)
+    v = tl.load(occ_ptr + ft, mask=live, other=-1)
+    grow = v == -2
+    o = tl.where((v < 0) | (target == tail), -1, v)
     m = tl.load(m_ptr + b64, mask=live, other=0)
     tl.store(t_out + b64, target, mask=live)
     tl.store(h_out + b64, heading, mask=live)
@@ -61,14 +60,14 @@ def _resolve_move_kernel(row_ptr, occ_ptr, pearl_ptr, step_ptr, lmap_ptr, d_ptr,
     tl.store(o_out + b64, o, mask=live)
 
 
-def resolve_move_triton(row, occ, pearl, step, lane_map, d, m, block: int = 256):
+def resolve_move_triton(row, occ, step, lane_map, d, m, block: int = 256):
     B = occ.shape[0]
     dev = occ.device
     row = row.contiguous()
     target, heading, tail, o = (torch.empty(B, dtype=torch.int64, device=dev) for _ in range(4))
     kelp, grow = (torch.empty(B, dtype=torch.int8, device=dev) for _ in range(2))
     grid = (triton.cdiv(B, block),)
-    _resolve_move_kernel[grid](row, occ, pearl.view(torch.uint8), step, lane_map, d, m.view(torch.uint8), target,
+    _resolve_move_kernel[grid](row, occ, step, lane_map, d, m.view(torch.uint8), target,
                                heading, kelp, grow, tail, o, B, occ.shape[1], F=FIELDS, F_HEADC=HEADC,
                                F_TAILC=TAILC, SH_HEADING=STEP_HEADING_SHIFT, SH_KIND=STEP_KIND_SHIFT, BLOCK=block)
     return target, heading, kelp.bool(), grow.bool(), tail, o

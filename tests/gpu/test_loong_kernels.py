@@ -36,7 +36,7 @@ def test_resolve_move_kernel_equals_twin():
     for seed in range(3):
         sim, m, a, d, _ = random_state(seed)
         t = sim.bank.t
-        args = (sim.rows(sim.flat_slot(a)), sim.occ, sim.pearl, t["step_packed"], sim.lane_map, d, m)
+        args = (sim.rows(sim.flat_slot(a)), sim.occ, t["step_packed"], sim.lane_map, d, m)
         for x, y in zip(resolve_move_torch(*args), resolve_move_triton(*args)):
             assert torch.equal(x, y)
 
@@ -59,8 +59,7 @@ def test_window_kernel_equals_twin():
     n = 40
     lane = torch.randint(0, sim.B, (n,), generator=g)
     cells = sim.bank.t["window"][sim.lane_map[lane] * sim.N + torch.randint(0, sim.N, (n,), generator=g)]
-    for x, y in zip(window_gather_torch(sim.occ, sim.pearl, cells, lane),
-                    window_gather_triton(sim.occ, sim.pearl, cells, lane)):
+    for x, y in zip(window_gather_torch(sim.occ, cells, lane), window_gather_triton(sim.occ, cells, lane)):
         assert torch.equal(x, y)
 
 

@@ -160,6 +160,16 @@ def test_capacity_overflow_raises():
         sim.step(Turn(torch.tensor([encode_action(Move(1))])))
 
 
+def test_a_pearl_under_a_body_is_refused_by_name():
+    """The simulator keeps one value per cell (a segment, a pearl or nothing); a hand-made position with a
+    pearl under a body (no game played by the rules reaches one) is refused, naming the cell."""
+    m = board(10, 10)
+    g = position(m, [(0, 0, [(2, 2), (1, 2), (0, 2)], 1), (1, 1, [(7, 7)], 0)], pearls=[(1, 2)])
+    sim = LoongSim([m], max_rounds=5)
+    with pytest.raises(ValueError, match=r"pearls under dragon bodies at cells \[21\]"):
+        sim.load_game(0, g)
+
+
 def test_observations_match_the_reference_on_random_states():
     import numpy as np
 
