@@ -210,6 +210,8 @@ class LoongSim:
         # the same as [k, B], materialised: [k, 1] + [B] broadcasts along the slow axis and costs 10x more
         self._cols_b = {name: c.expand(len(c), B).contiguous() for name, c in self._cols.items()}
         self.dir_offsets_b = self.dir_offsets.expand(4, B).contiguous()
+        k = len(_COLS["moved_turn"])
+        self._buf = {"moved_vals": torch.empty(k, B, **z), "moved_at": torch.empty(k, B, **z)}
         self._flat_views()
         self.last: dict[str, torch.Tensor] = {}
         self._id_margin = 0
@@ -664,8 +666,10 @@ class LoongSim:
         new_tail = self.ring_f.index_select(0, fwR + (hp - L + 2 - gl) % R).long()
         if turn_start:
             z = self._zero_b
-            vals = torch.stack([nhp, L + gl, heading, target, new_tail, cols[NTURN] + 1, z, z, z, z, z, z])
-            self.tab_f.scatter_(0, (self._cols_b["moved_turn"] + fw * F).view(-1), vals.view(-1))
+            vals, at = self._buf["moved_vals"], self._buf["moved_at"]  # reused: no page faults on fresh memory
+            torch.stack([nhp, L + gl, heading, target, new_tail, cols[NTURN] + 1, z, z, z, z, z, z], out=vals)
+            torch.add(self._cols_b["moved_turn"], fw * F, out=at)
+            self.tab_f.scatter_(0, at.view(-1), vals.view(-1))
         else:
             vals = torch.stack([nhp, L + gl, heading, target, new_tail])
             self.tab_f.scatter_(0, (self._cols_b["moved"] + fw * F).view(-1), vals.view(-1))
