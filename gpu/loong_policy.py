@@ -49,16 +49,23 @@ def pick(mask: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     r-th allowed direction in N, E, S, W order, r = below(u, count): the number of directions with at most
     r allowed ones up to and including them. Works on the [4, n] transpose (the observation's own layout),
     so every op runs over n."""
-    code = (mask.T.to(torch.uint8) * _BITS.to(mask.device)).sum(0).long()  # N = 1, E = 2, S = 4, W = 8
-    r = below(u, _COUNT.to(mask.device).index_select(0, code))
-    return _NTH.to(mask.device).index_select(0, code * 4 + r)
+    bits, count, nth = _pick_tables(mask.device)
+    code = (mask.T.to(torch.uint8) * bits).sum(0).long()  # N = 1, E = 2, S = 4, W = 8
+    return nth.index_select(0, code * 4 + below(u, count.index_select(0, code)))
 
 
-# Tables over the 16 masks of allowed directions (mask 0, none allowed, stands for all four): how many are
-# allowed, and the r-th allowed direction (code * 4 + r).
-_BITS = torch.tensor([[1], [2], [4], [8]], dtype=torch.uint8)
-_COUNT = torch.tensor([4] + [bin(c).count("1") for c in range(1, 16)])
-_NTH = torch.tensor([([d for d in range(4) if (c or 15) >> d & 1] + [0] * 4)[r] for c in range(16) for r in range(4)])
+_PICK_TABLES: dict = {}
+
+
+def _pick_tables(device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tables over the 16 masks of allowed directions (mask 0, none allowed, stands for all four): the bit
+    of each direction, how many are allowed, and the r-th allowed direction (at code * 4 + r)."""
+    if device not in _PICK_TABLES:
+        nth = [([d for d in range(4) if (c or 15) >> d & 1] + [0] * 4)[r] for c in range(16) for r in range(4)]
+        _PICK_TABLES[device] = (torch.tensor([[1], [2], [4], [8]], dtype=torch.uint8, device=device),
+                                torch.tensor([4] + [bin(c).count("1") for c in range(1, 16)], device=device),
+                                torch.tensor(nth, device=device))
+    return _PICK_TABLES[device]
 
 
 def _act(n: int, cap: int, device) -> torch.Tensor:
