@@ -77,12 +77,12 @@ def batched_rate(maps, B: int, steps: int, planes: bool, device: str,
 
 
 def _one(sim: LoongSim, pol, planes: bool, lane_maps) -> int:
-    running = int((sim.result == 0).sum())
+    """One step; lanes whose game ended are reset at once, so every lane plays every step (B turns)."""
     sim.step(pol(observe(sim, planes=planes)))
-    done = (sim.result != 0).nonzero()[:, 0].tolist()
+    done = sim.over().nonzero()[:, 0].tolist()
     if done:
         sim.reset(done, [lane_maps[b] for b in done], [int(sim.seed[b]) + 1 for b in done])
-    return running
+    return sim.B
 
 
 def waves(maps, B: int, rounds: int) -> None:
