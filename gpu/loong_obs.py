@@ -101,9 +101,13 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
     rng = cols[DSEED] + cols[NTURN] * GOLDEN
     n = lane.shape[0]
     if planes:
-        keep = torch.arange(sim.IB, device=sim.device)[None] < inbox_n[:, None]
-        inbox_v = sim.inbox_vt.view(-1, sim.IB).index_select(0, fa).masked_fill_(~keep, 0)
-        inbox_d = sim.inbox_dt.view(-1, sim.IB).index_select(0, fa).long().masked_fill_(~keep, 0)
+        if bool(inbox_n.any()):
+            keep = torch.arange(sim.IB, device=sim.device)[None] < inbox_n[:, None]
+            inbox_v = sim.inbox_vt.view(-1, sim.IB).index_select(0, fa).masked_fill_(~keep, 0)
+            inbox_d = sim.inbox_dt.view(-1, sim.IB).index_select(0, fa).long().masked_fill_(~keep, 0)
+        else:  # nobody has mail (no sonar in flight): skip two [n, IB] gathers
+            keep = None
+            inbox_v = inbox_d = torch.zeros(n, sim.IB, dtype=torch.int64, device=sim.device)
         local = _local_planes(sim, lane, slot, team, mi * N + head)
         vector = _vector(sim, lane, dragon_id, team, living, L, head, cols[SHEAD], echoes, inbox_n, inbox_d, keep,
                          moves)
@@ -195,7 +199,8 @@ def _vector(sim, lane, dragon_id, team, living, L, head, heading, echoes, inbox_
     out[:, 12:17] = echoes
     out[:, 17] = inbox_n
     out[:, 18:22] = 0
-    out[:, 18:22].scatter_add_(1, inbox_d, keep.float())
+    if keep is not None:
+        out[:, 18:22].scatter_add_(1, inbox_d, keep.float())
     out[:, 22], out[:, 23] = (head % sim.W) / sim.W, (head // sim.W) / sim.H
     out[:, 24:] = moves.reshape(n, -1)
     return out

@@ -287,7 +287,7 @@ class LoongSim:
         without firing never fire again, like a countdown that went below zero)."""
         sub = self.fire_t.index_select(1, idx)
         pending = sub > self.round.index_select(0, idx)
-        self.fire_min.index_copy_(0, idx, torch.where(pending, sub, _NO_ID).amin(0))
+        self.fire_min.index_copy_(0, idx, torch.where(pending, sub, _NO_ID).min(0).values)  # (amin: 8x slower here)
 
     def _seed_slots(self, idx: torch.Tensor) -> None:
         """Each living slot's dragon seed (rules decision 17) for lanes ``idx``."""
