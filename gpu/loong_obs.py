@@ -94,8 +94,9 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
     L, head, tail, team = cols[SLEN], cols[HEADC], cols[TAILC], cols[TEAM]
     dragon_id = gat(sim.sid_t, fa)
     moves, safe, ahead = _move_features(sim, lane, mi, head, tail, L, planes)
-    if slots is sim.actor:  # the step that follows may reuse what was gathered here (LoongSim.step)
-        sim.turn_cache = (sim.version, fa, row, dragon_id, *ahead)
+    if slots is sim.actor:  # the step that follows may reuse what was gathered here (LoongSim.step); copies,
+        # because the observation's fields are views a policy could change in place
+        sim.turn_cache = (sim.version, fa, row.clone(), dragon_id.clone(), *ahead)
     living = gat(sim.living, lane * 2 + team)
     echoes, inbox_n = row[:, ECHO: ECHO + 5], cols[INBOX_N]
     rng = cols[DSEED] + cols[NTURN] * GOLDEN

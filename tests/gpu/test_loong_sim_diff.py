@@ -231,6 +231,15 @@ def test_step_reuses_its_observation_only_for_the_same_state():
         return sim.hashes
 
     assert play(True) == play(False)
+    # a policy that scribbles on its observation does not change the game
+    sim, clean = (LoongSim(maps[:2], seeds=[0, 1]) for _ in range(2))
+    obs = observe(sim, planes=False)
+    turn = RandomPolicy()(obs)
+    obs.length.zero_()
+    obs.dragon_id.fill_(99)
+    sim.step(turn)
+    clean.step(RandomPolicy()(observe(clean, planes=False)))
+    assert lane_hashes(sim, torch.arange(2)) == lane_hashes(clean, torch.arange(2))
     sim = LoongSim(maps[:2], seeds=[0, 1])
     turn = RandomPolicy()(observe(sim, planes=False))
     sim.reset([0], [maps[3]], [9])  # the state changes under the cached observation
