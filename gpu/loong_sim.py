@@ -62,7 +62,7 @@ import torch
 from games.loong.actions import Action, Forfeit, Move, Split, Sprint, check_action
 from games.loong.engine import Game
 from games.loong.maps import NO_HEADING, LoongMap
-from gpu.kernels.loong_move import resolve_move
+from gpu.kernels.loong_move import decode_move, resolve_move
 from gpu.kernels.loong_raycast import raycast
 from gpu.loong_tables import (
     DSEED,
@@ -77,9 +77,6 @@ from gpu.loong_tables import (
     SHEAD,
     SLEN,
     SLOTS,
-    STEP_FLAG_SHIFT,
-    STEP_HEADING_SHIFT,
-    STEP_KELP,
     TAILC,
     TEAM,
     MapBank,
@@ -633,15 +630,11 @@ class LoongSim:
         S, N, R, F, B = self.S, self.N, self.R, FIELDS, self.B
         hp, L, tail = cols[HPOS], cols[SLEN], cols[TAILC]
         if ahead is not None and self.backend == "torch":
-            # the same as resolve_move_torch, reading the chosen direction's entries of the observation
+            # resolve_move_torch on the chosen direction's entries of the observation's gathers
             word, occ_t = ahead
             pick = d * B + self.lanes
-            word = word.index_select(0, pick)
-            target, heading = word & 0xFFFF, (word >> STEP_HEADING_SHIFT) & 3
-            kelp = m & ((word >> STEP_FLAG_SHIFT) == STEP_KELP)
-            v = occ_t.index_select(0, pick)
-            grow = v == PEARL
-            o = torch.where((v < 0) | (target == tail), -1, v)
+            target, heading, kelp, grow, tail, o = decode_move(word.index_select(0, pick),
+                                                               occ_t.index_select(0, pick), tail, m)
         else:
             target, heading, kelp, grow, tail, o = resolve_move(
                 row, self.occ, self.bank.t["step_packed"], self.lane_map, d, m, backend=self.backend)

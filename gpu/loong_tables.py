@@ -111,14 +111,8 @@ def _host_tables(m: LoongMap) -> dict[str, np.ndarray]:
         ray_kelp[key] = kelp
     window = m.window_cells().reshape(n, WINDOW * WINDOW).astype(np.int64)
     return {
-        "step": np.stack([step_cell, m.step_heading.reshape(-1), m.step_kind.reshape(-1), _visible(m)],
-                         1).astype(np.int64),
         "step_packed": pack_step(step_cell, m.step_heading.reshape(-1), m.step_kind.reshape(-1), _visible(m),
                                  _step_flags(m)),
-        "step_cell": step_cell,
-        "step_flag": _step_flags(m),
-        "step_head": m.step_heading.reshape(-1).astype(np.int64),
-        "step_kind": m.step_kind.reshape(-1).astype(np.int64),
         "portal_off": _portal_offsets(m),
         "ray_cells": ray_cells,
         "ray_heads": ray_heads,

@@ -24,9 +24,15 @@ PEARL = -2  # occ value of a cell holding a pearl (a pearl never shares a cell w
 
 def resolve_move_torch(row, occ, step, lane_map, d, m):
     B, N1 = occ.shape
-    head, tail = row[:, HEADC], row[:, TAILC]
-    target, heading, kind, _ = unpack_step(step.index_select(0, (lane_map * (N1 - 1) + head) * 4 + d))
-    v = occ.view(-1).index_select(0, torch.arange(B, device=occ.device) * N1 + target)
+    word = step.index_select(0, (lane_map * (N1 - 1) + row[:, HEADC]) * 4 + d)
+    v = occ.view(-1).index_select(0, torch.arange(B, device=occ.device) * N1 + (word & 0xFFFF))
+    return decode_move(word, v, row[:, TAILC], m)
+
+
+def decode_move(word, v, tail, m):
+    """The results of ``resolve_move`` from the gathered crossing ``word`` and occupancy ``v`` at its target
+    (shared by the torch twin and the simulator's path that reuses its observation's gathers)."""
+    target, heading, kind, _ = unpack_step(word)
     return target, heading, m & (kind == KELP), v == PEARL, tail, torch.where((v < 0) | (target == tail), -1, v)
 
 
