@@ -1,8 +1,16 @@
-"""Round robins for either game: every pair of players plays, then one Elo fit rates them all."""
+"""Round robins for either game: every pair of players plays, then one Elo fit rates them all.
+
+Also what both games' match runners share about Ctrl-C: a runner stopped by it raises ``Interrupted``
+(a KeyboardInterrupt, so callers that do not care see Ctrl-C as always) carrying what the finished
+games give, and records each finished game under ``hold_interrupts`` so it is never half recorded.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -11,12 +19,46 @@ from games.stats import MatchTally, Rating, fit_elo
 PlayPair = Callable[[str, str, int], MatchTally]  # (a, b, pair seed) -> a's tally against b
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a match or a league. ``partial`` is what the finished games give (a MatchTally, a
+    Loong SeriesResult or a LeagueResult, the last two marked ``interrupted``); ``tally`` its MatchTally."""
+
+    def __init__(self, partial, tally: MatchTally | None = None) -> None:
+        super().__init__("interrupted")
+        self.partial = partial
+        self.tally = tally if tally is not None else (partial if isinstance(partial, MatchTally) else None)
+
+
+@contextmanager
+def hold_interrupts() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) until the block ends, then deliver it to the handler that was in place.
+    Outside the main thread (where no signal handler can be set) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        signal.raise_signal(signal.SIGINT)
+
+
+def match_summary(t: MatchTally) -> dict:
+    """A tally as both games' JSON gives it: ``MatchTally.summary()`` plus the moves timed for each side
+    (``moves_a``, ``moves_b``); the latencies are per move (keys documented in ``ops/cli.py``)."""
+    return {**t.summary(), "moves_a": len(t.latency_a), "moves_b": len(t.latency_b)}
+
+
 @dataclass
 class LeagueResult:
     players: list[str]
     tallies: list[MatchTally]
     ratings: list[Rating]
     failures: list[tuple[str, str, str]]  # (a, b, error) for pairings that could not be played
+    interrupted: bool = False  # stopped by Ctrl-C: the tallies hold the games that finished
 
     def tally(self, a: str, b: str) -> MatchTally | None:
         """a's tally against b, flipped if it was played the other way round."""
@@ -30,7 +72,7 @@ class LeagueResult:
         return None
 
     def table(self) -> list[dict]:
-        return [t.summary() for t in self.tallies]
+        return [match_summary(t) for t in self.tallies]
 
 
 def round_robin(
@@ -42,19 +84,34 @@ def round_robin(
     on_pair_done: Callable[[int, int], None] | None = None,
 ) -> LeagueResult:
     """Play every pairing once with ``play_pair``; a pairing that raises is recorded as a failure
-    and the league goes on (one failing player never takes down the league)."""
+    and the league goes on (one failing player never takes down the league). Ctrl-C raises
+    ``Interrupted`` with the league of the finished pairings (and the finished games of the one being
+    played, when its runner reports them) rated, marked ``interrupted``."""
     if len(set(players)) != len(players):
         raise ValueError(f"players listed twice: {list(players)}")
     if len(players) < 2:
         raise ValueError(f"a league needs at least two players, got {list(players)}")
     pairs = list(combinations(players, 2))
     tallies, failures = [], []
-    for k, (a, b) in enumerate(pairs):
-        try:
-            tallies.append(play_pair(a, b, seed * 1_000_003 + k))
-        except Exception as e:  # noqa: BLE001 - the league survives any one player
-            failures.append((a, b, f"{type(e).__name__}: {e}"))
-        if on_pair_done:
-            on_pair_done(k + 1, len(pairs))
+    try:
+        for k, (a, b) in enumerate(pairs):
+            try:
+                tally = play_pair(a, b, seed * 1_000_003 + k)
+            except Exception as e:  # noqa: BLE001 - the league survives any one player
+                failures.append((a, b, f"{type(e).__name__}: {e}"))
+            else:
+                tallies.append(tally)
+            if on_pair_done:
+                on_pair_done(k + 1, len(pairs))
+    except KeyboardInterrupt as e:
+        partial = e.tally if isinstance(e, Interrupted) else None
+        if partial is not None and partial.games:
+            tallies.append(partial)
+        raise Interrupted(_rated(players, tallies, failures, anchor, interrupted=True)) from None
+    return _rated(players, tallies, failures, anchor)
+
+
+def _rated(players: Sequence[str], tallies: list[MatchTally], failures: list, anchor: str | None,
+           interrupted: bool = False) -> LeagueResult:
     rated = anchor if any(anchor in (t.a, t.b) for t in tallies) else None
-    return LeagueResult(list(players), tallies, fit_elo(tallies, anchor=rated), failures)
+    return LeagueResult(list(players), tallies, fit_elo(tallies, anchor=rated), failures, interrupted)

@@ -3,6 +3,30 @@
     arena celldiv match --a medium --b easy --games 200 --sizes 4-8 --seed 1 [--json]
     arena celldiv league --players easy,medium,hard --games 100 [--json] [--png FILE]
     arena celldiv play --against hard [--size 6] [--seed 0] [--second]
+
+(``arena loong ...`` lives in ``ops/cli_loong.py``, ``arena bot ...`` in ``ops/cli_bot.py``.)
+
+JSON keys, one meaning in both games (``--json`` of ``celldiv match``, ``loong match`` and both leagues):
+
+    a, b                      the two players; every figure is a's view
+    games, wins, draws, losses, score_rate (draws count one half), wilson_low, wilson_high (95%)
+    mean_margin               a's mean final margin (Cell Division: score difference; Loong: queen length)
+    latency_a_us_median, latency_b_us_median, latency_a_us_p99, latency_b_us_p99
+                              think time of one move, microseconds (a move: one Cell Division placement,
+                              one Loong dragon's turn)
+    moves_a, moves_b          how many moves those figures cover
+    seed                      the match seed
+    interrupted               true when Ctrl-C stopped it: the figures cover the games that finished
+    celldiv match             sizes (board sizes cycled through)
+    loong match               map, width, height, symmetry, max_rounds, reasons (ending -> games),
+                              mean_rounds, replays (paths)
+    leagues                   players, ratings [{player, elo, low, high, games}], pairings [the match keys
+                              above, one object per pairing], failures [{a, b, error}], interrupted;
+                              loong league: maps
+
+Exit status: 0 done, 1 a league pairing failed, 2 a user mistake (one line on stderr, no traceback),
+130 stopped by Ctrl-C (what finished is printed, marked interrupted), 141 standard output closed
+early (``arena ... --json | head -1``).
 """
 
 from __future__ import annotations
@@ -10,17 +34,30 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
 
-from games.celldiv.board import PositionError, legal_moves, margin, play, random_start, score, to_text
+from games.celldiv.board import (
+    BLOCKED,
+    EMPTY,
+    PositionError,
+    legal_moves,
+    margin,
+    play,
+    random_start,
+    score,
+    to_text,
+)
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import UnknownPlayer, WeightsError, make_player, player_names
-from ops.cli_common import console, print_league, progress_bar
+from games.league import Interrupted, match_summary
+from ops.cli_common import EXIT_INTERRUPTED, console, interrupted_note, print_league, progress_bar
 
 # Other games and tools add their subcommands from their own modules: name -> module with
 # ``register(subparsers)``. A module that is not there yet is simply left out.
 EXTENSIONS = ("ops.cli_loong", "ops.cli_bot")
+EXIT_USER_ERROR, EXIT_BROKEN_PIPE = 2, 141
 
 
 class CliError(Exception):
@@ -42,24 +79,32 @@ def cmd_celldiv_match(args: argparse.Namespace) -> int:
     for name in (args.a, args.b):
         make_player(name, 0)
     update, close = progress_bar(args.games, f"{args.a} vs {args.b}")
+    interrupted = False
     try:
         tally = play_match(args.a, args.b, games=args.games, sizes=sizes, seed=args.seed, progress=update)
+    except Interrupted as e:
+        tally, interrupted = e.partial, True
     finally:
         close()
-    s = tally.summary()
+    s = {**match_summary(tally), "sizes": list(sizes), "seed": args.seed, "interrupted": interrupted}
+    note = interrupted_note(tally.games, args.games) if interrupted else ""
     if args.json:
         print(json.dumps(s, indent=2))
-        return 0
-    from rich.table import Table
+    else:
+        from rich.table import Table
 
-    t = Table(title=f"Cell Division: {args.a} vs {args.b}, {args.games} games, sizes {args.sizes}, seed {args.seed}")
-    for col in ("wins", "draws", "losses", "score rate", "Wilson 95%", "mean margin",
-                f"{args.a} move (median us)", f"{args.b} move (median us)"):
-        t.add_column(col, justify="right")
-    t.add_row(str(s["wins"]), str(s["draws"]), str(s["losses"]), f"{s['score_rate']:.3f}",
-              f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}",
-              f"{s['latency_a_us_median']:.0f}", f"{s['latency_b_us_median']:.0f}")
-    console().print(t)
+        t = Table(title=f"Cell Division: {args.a} vs {args.b}, {args.games} games, sizes {args.sizes}, "
+                        f"seed {args.seed}{note}")
+        for col in ("wins", "draws", "losses", "score rate", "Wilson 95%", "mean margin",
+                    f"{args.a} move (median us)", f"{args.b} move (median us)"):
+            t.add_column(col, justify="right")
+        t.add_row(str(s["wins"]), str(s["draws"]), str(s["losses"]), f"{s['score_rate']:.3f}",
+                  f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}",
+                  f"{s['latency_a_us_median']:.0f}", f"{s['latency_b_us_median']:.0f}")
+        console().print(t)
+    if interrupted:
+        print(f"arena: {note.removeprefix(', ')}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 
@@ -74,13 +119,17 @@ def cmd_celldiv_league(args: argparse.Namespace) -> int:
 
     pairs = len(players) * (len(players) - 1) // 2
     with tqdm(total=pairs, desc="pairings", file=sys.stderr, leave=False, disable=not sys.stderr.isatty()) as bar:
-        report = celldiv_league.run(config, progress=lambda done, total: bar.update(1))
-    return print_league(report.result, f"Cell Division league: {args.games} games a pairing, sizes {args.sizes}, "
+        try:
+            result = celldiv_league.run(config, progress=lambda done, total: bar.update(1)).result
+        except Interrupted as e:
+            result = e.partial
+    return print_league(result, f"Cell Division league: {args.games} games a pairing, sizes {args.sizes}, "
                         f"seed {args.seed}", as_json=args.json, png=args.png)
 
 
+# -- play ----------------------------------------------------------------------------------------
 def parse_cell(text: str, n: int) -> int:
-    """'b3' (column letter, row number from 1) or 'row col' (from 1) -> a row-major cell index."""
+    """'b3' (column letter, row number from 1) or 'row col' / 'row,col' (from 1) -> a row-major cell index."""
     t = text.strip().lower().replace(",", " ")
     parts = t.split()
     if len(parts) == 2 and all(p.isdigit() for p in parts):
@@ -88,10 +137,28 @@ def parse_cell(text: str, n: int) -> int:
     elif len(t) >= 2 and t[0].isalpha() and t[1:].isdigit():
         c, r = ord(t[0]) - ord("a"), int(t[1:]) - 1
     else:
-        raise PositionError(f"{text!r} is not a cell: type a column letter and row number like b3, or 'row col'")
+        raise PositionError(f"{text.strip()!r} is not a cell: type a column letter and row number like b3, "
+                            "or 'row col'")
     if not (0 <= r < n and 0 <= c < n):
-        raise PositionError(f"{text!r} is off the {n}x{n} board (columns a-{chr(ord('a') + n - 1)}, rows 1-{n})")
+        raise PositionError(f"{text.strip()!r} is off the {n}x{n} board (columns a-{chr(ord('a') + n - 1)}, "
+                            f"rows 1-{n})")
     return r * n + c
+
+
+def notation(text: str) -> str:
+    """How a typed cell was written: 'letter' (b3), 'comma' (3,2) or 'space' (3 2)."""
+    t = text.strip()
+    return "letter" if t[:1].isalpha() else "comma" if "," in t else "space"
+
+
+def cell_text(cell: int, n: int, style: str = "letter") -> str:
+    """A cell in a notation ``parse_cell`` reads: b3, 3,2 or 3 2."""
+    r, c = divmod(cell, n)
+    if style == "comma":
+        return f"{r + 1},{c + 1}"
+    if style == "space":
+        return f"{r + 1} {c + 1}"
+    return f"{chr(ord('a') + c)}{r + 1}"
 
 
 def _show(state, human: int) -> str:
@@ -104,6 +171,14 @@ def _show(state, human: int) -> str:
     return "\n".join(lines)
 
 
+def _occupied(state, cell: int, human: int) -> str | None:
+    """Why ``cell`` cannot take a stone, in the player's words (None when it can)."""
+    v = int(state.board.reshape(-1)[cell])
+    if v == EMPTY:
+        return None
+    return "blocked" if v == BLOCKED else "taken by your stone" if v - 1 == human else "taken by the bot's stone"
+
+
 def cmd_celldiv_play(args: argparse.Namespace, read: Callable[[str], str] = input) -> int:
     import numpy as np
 
@@ -111,8 +186,10 @@ def cmd_celldiv_play(args: argparse.Namespace, read: Callable[[str], str] = inpu
     bot = make_player(args.against, args.seed)
     state = random_start(args.size, np.random.default_rng(args.seed))
     human = 1 if args.second else 0
+    style = "letter"  # moves are echoed in the notation the player last typed
     print(f"Cell Division against {args.against}. You are X. Blocked cells are #.")
     print("A stone scores 1 alone, else 2 for each axis (|, -, \\, /) with a friend beside it.")
+    print("Type a cell as column letter and row (b3) or as row and column (3 2 or 3,2); q quits.")
     while len(legal_moves(state)):
         print(_show(state, human))
         if state.to_move == human:
@@ -125,14 +202,21 @@ def cmd_celldiv_play(args: argparse.Namespace, read: Callable[[str], str] = inpu
                 if text.strip().lower() in ("q", "quit", "exit"):
                     return 0
                 try:
-                    state = play(state, parse_cell(text, state.size))
-                    break
+                    cell = parse_cell(text, state.size)
                 except PositionError as e:
                     print(f"refused: {e}")
+                    continue
+                style = notation(text)
+                why = _occupied(state, cell, human)
+                if why is not None:
+                    print(f"refused: {cell_text(cell, state.size, style)} is {why}")
+                    continue
+                print(f"you play {cell_text(cell, state.size, style)}")
+                state = play(state, cell)
+                break
         else:
             cell = bot.choose(state)
-            r, c = divmod(cell, state.size)
-            print(f"{args.against} plays {chr(ord('a') + c)}{r + 1}")
+            print(f"{args.against} plays {cell_text(cell, state.size, style)}")
             state = play(state, cell)
     print(_show(state, human))
     m = margin(state, human)
@@ -141,34 +225,39 @@ def cmd_celldiv_play(args: argparse.Namespace, read: Callable[[str], str] = inpu
     return 0
 
 
+# -- the parser and main -------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arena", description="Train, rate and play game bots.")
     games = parser.add_subparsers(dest="game", required=True)
-    cd = games.add_parser("celldiv", help="Cell Division")
+    cd = games.add_parser("celldiv", help="Cell Division: matches, leagues, play in the terminal")
     sub = cd.add_subparsers(dest="command", required=True)
+    known = ", ".join(player_names())
     m = sub.add_parser("match", help="play two players against each other")
-    m.add_argument("--a", required=True, help=f"player name ({', '.join(player_names())}, ...)")
-    m.add_argument("--b", required=True)
-    m.add_argument("--games", type=int, default=200)
-    m.add_argument("--sizes", default="4-8")
-    m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--a", required=True, help=f"the player whose results are counted ({known}, ...; required)")
+    m.add_argument("--b", required=True, help="its opponent (a player name; required)")
+    m.add_argument("--games", type=int, default=200,
+                   help="games to play, in pairs that share a start with colours swapped (default: %(default)s)")
+    m.add_argument("--sizes", default="4-8",
+                   help="board sizes cycled through: '4-8', '6' or '4,6,8' (default: %(default)s)")
+    m.add_argument("--seed", type=int, default=0, help="match seed: starts and sampling (default: %(default)s)")
+    m.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     m.set_defaults(func=cmd_celldiv_match)
     lg = sub.add_parser("league", help="round robin with Elo")
-    lg.add_argument("--players", default="random,easy,medium,hard,switching")
-    lg.add_argument("--games", type=int, default=100)
-    lg.add_argument("--sizes", default="4-8")
-    lg.add_argument("--seed", type=int, default=0)
-    lg.add_argument("--anchor", default="random", help="player fixed at Elo 0")
-    lg.add_argument("--png", help="also write the Elo plot here")
-    lg.add_argument("--json", action="store_true")
+    lg.add_argument("--players", default="random,easy,medium,hard,switching",
+                    help="comma-separated player names (default: %(default)s)")
+    lg.add_argument("--games", type=int, default=100, help="games a pairing (default: %(default)s)")
+    lg.add_argument("--sizes", default="4-8", help="board sizes cycled through (default: %(default)s)")
+    lg.add_argument("--seed", type=int, default=0, help="league seed (default: %(default)s)")
+    lg.add_argument("--anchor", default="random", help="player fixed at Elo 0 (default: %(default)s)")
+    lg.add_argument("--png", help="also write the Elo plot to this file (default: no plot)")
+    lg.add_argument("--json", action="store_true", help="print the league as JSON instead of tables")
     lg.set_defaults(func=cmd_celldiv_league)
     pl = sub.add_parser("play", help="play against a bot in the terminal")
-    pl.add_argument("--against", default="medium")
-    pl.add_argument("--size", type=int, default=6)
-    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--against", default="medium", help=f"the bot to play ({known}; default: %(default)s)")
+    pl.add_argument("--size", type=int, default=6, help="board size, 4-8 (default: %(default)s)")
+    pl.add_argument("--seed", type=int, default=0, help="seed of the start and the bot (default: %(default)s)")
     pl.add_argument("--second", action="store_true", help="let the bot move first")
-    pl.add_argument("--verbose", action="store_true")
+    pl.add_argument("--verbose", action="store_true", help="print the final position as text at the end")
     pl.set_defaults(func=cmd_celldiv_play)
     for module in EXTENSIONS:
         try:
@@ -181,14 +270,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Standard output was closed (``| head``): point it at devnull so the exit flush says nothing."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _os_error(e: OSError) -> str:
+    if e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    return str(e)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("arena: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (PositionError, UnknownPlayer, WeightsError, CliError, ValueError) as e:
         print(f"arena: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
+    except OSError as e:
+        print(f"arena: error: {_os_error(e)}", file=sys.stderr)
+        return EXIT_USER_ERROR
 
 
 if __name__ == "__main__":

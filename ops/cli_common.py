@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from games.league import LeagueResult
 
+EXIT_INTERRUPTED = 130  # Ctrl-C: what finished is printed, marked interrupted
+
 
 def console():
     from rich.console import Console
@@ -29,19 +31,30 @@ def progress_bar(total: int, label: str, unit: str = "game") -> tuple[Callable[[
     return update, bar.close
 
 
+def interrupted_note(done: int, total: int, unit: str = "games") -> str:
+    """', interrupted after 3 of 20 games': the title suffix of a run Ctrl-C stopped."""
+    return f", interrupted after {done} of {total} {unit}"
+
+
 def league_doc(result: LeagueResult, **extra) -> dict:
+    """A league as ``--json`` prints it (keys documented in ``ops/cli.py``)."""
     return {
         "players": result.players, **extra,
         "ratings": [r.as_dict() for r in result.ratings],
         "pairings": result.table(),
         "failures": [{"a": a, "b": b, "error": e} for a, b, e in result.failures],
+        "interrupted": result.interrupted,
     }
 
 
 def print_league(result: LeagueResult, title: str, *, as_json: bool, png: str | None = None, **extra) -> int:
     """Print a league as JSON or as Elo and pairing tables (and the plot when asked); exit status 1
-    if a pairing failed."""
-    if png:
+    if a pairing failed, 130 if Ctrl-C stopped it (the finished pairings are printed)."""
+    pairs = len(result.players) * (len(result.players) - 1) // 2
+    note = interrupted_note(len(result.tallies) + len(result.failures), pairs, "pairings") \
+        if result.interrupted else ""
+    title += note
+    if png and result.tallies:
         from ops.plots import league_png
 
         league_png(result, png, title)
@@ -66,4 +79,7 @@ def print_league(result: LeagueResult, title: str, *, as_json: bool, png: str | 
         out.print(p)
     for a, b, e in result.failures:
         print(f"pairing {a} vs {b} failed: {e}", file=sys.stderr)
+    if result.interrupted:
+        print(f"arena: {note.removeprefix(', ')} (the last one may be partly played)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0 if not result.failures else 1

@@ -1,13 +1,17 @@
-"""``arena loong ...``: matches between Loong bots, map generation and the replay viewer.
+"""``arena loong ...``: matches between Loong bots, map generation, replay checks and the replay viewer.
 
-    arena loong match --team0 foil --team1 random --map gen:48x48:lr:seed=3 --seed 7 --games 20
-                      [--max-rounds 500] [--replay-dir DIR] [--json]
+    arena loong match --team0 foil --team1 build:foil-c --map gen:48x48:lr:seed=3 --seed 7 --games 20
+                      [--max-rounds 500] [--replay-dir DIR] [--builds DIR] [--json]
     arena loong map --gen gen:32x32:rot:seed=5 --out map.json [--json]
+    arena loong verify REPLAY [REPLAY ...] [--json]
     arena loong view REPLAY [--out page.html]
+    arena loong league --players foil,random,build:foil-c [--maps 'SPEC;SPEC'] [--games 2] [--json]
 
-``ops/cli.py`` calls ``register(subparsers)`` with its top-level subparsers. Mistakes (unknown bot,
-malformed map spec, missing replay) raise ``LoongCliError``/``MapError``/``ReplayError``, all
-ValueErrors, which the arena CLI prints as one line with exit status 2.
+Players are Python bots by name or registered wasm builds as ``build:<name|id>`` (resolved as the league
+resolves them, ``ops.loong_league.resolve_players``). ``ops/cli.py`` calls ``register(subparsers)`` with
+its top-level subparsers. Mistakes (unknown bot, malformed map spec, missing or altered replay) raise
+``LoongCliError``/``MapError``/``ReplayError``/``BuildError``, all ValueErrors, which the arena CLI
+prints as one line with exit status 2. JSON keys: ``ops/cli.py``.
 """
 
 from __future__ import annotations
@@ -17,46 +21,66 @@ import json
 import sys
 from pathlib import Path
 
+from games.league import Interrupted
 from games.loong.foil import registry
 from games.loong.mapgen import load_map_spec
 from games.loong.maps import KELP, LoongMap
-from games.loong.match import UnknownBot, bot_factory, play_series
-from ops.cli_common import console, print_league, progress_bar
-from ops.loong_league import DEFAULT_MAPS
+from games.loong.match import UnknownBot, check_replay_dir, play_series
+from ops.cli_common import EXIT_INTERRUPTED, console, interrupted_note, print_league, progress_bar
+from ops.loong_league import DEFAULT_MAPS, LoongLeagueConfig, resolve_players
 
 LoongCliError = UnknownBot  # a user mistake in a loong command: one line, exit status 2
+BUILDS_HELP = "registered builds root, for build:<name|id> players (default: ARENA_HOME/artifacts/loong/builds)"
+
+
+def _out_path(option: str, value: str) -> Path:
+    """A file to write: its folder must exist and the path must not be a folder."""
+    out = Path(value)
+    if out.is_dir():
+        raise LoongCliError(f"{option} {value}: is a folder, not a file")
+    if not out.parent.is_dir():
+        raise LoongCliError(f"{option} {value}: folder {out.parent} does not exist")
+    return out
 
 
 # -- commands ------------------------------------------------------------------------------------
 def cmd_match(args: argparse.Namespace) -> int:
-    for name in (args.team0, args.team1):
-        bot_factory(name)
+    factories = resolve_players(LoongLeagueConfig(players=(args.team0, args.team1), builds=args.builds or ""))
     game_map = load_map_spec(args.map)
+    if args.replay_dir is not None:
+        check_replay_dir(args.replay_dir)
     update, close = progress_bar(args.games, f"{args.team0} vs {args.team1}")
     try:
         series = play_series(args.team0, args.team1, game_map, games=args.games, seed=args.seed,
-                             max_rounds=args.max_rounds, replay_dir=args.replay_dir, progress=update)
+                             max_rounds=args.max_rounds, replay_dir=args.replay_dir, progress=update,
+                             bots=factories)
+    except Interrupted as e:
+        series = e.partial
     finally:
         close()
     s = series.summary()
+    note = interrupted_note(s["games"], args.games) if series.interrupted else ""
     if args.json:
         print(json.dumps(s, indent=2))
-        return 0
-    from rich.table import Table
+    else:
+        from rich.table import Table
 
-    t = Table(title=f"Loong: {args.team0} vs {args.team1}, {args.games} games (sides alternate), "
-                    f"map {game_map.name}, seed {args.seed}")
-    for col in ("wins", "draws", "losses", "score rate", "Wilson 95%", "mean queen margin", "mean rounds",
-                f"{args.team0} ms/turn", f"{args.team1} ms/turn"):
-        t.add_column(col, justify="right")
-    t.add_row(str(s["wins"]), str(s["draws"]), str(s["losses"]), f"{s['score_rate']:.3f}",
-              f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}",
-              f"{s['mean_rounds']:.0f}", f"{s['ms_per_turn_a']:.2f}", f"{s['ms_per_turn_b']:.2f}")
-    out = console()
-    out.print(t)
-    out.print("endings: " + ", ".join(f"{k} {v}" for k, v in s["reasons"].items()))
-    if series.replays:
-        console.print(f"replays: {len(series.replays)} in {args.replay_dir}")
+        t = Table(title=f"Loong: {args.team0} vs {args.team1}, {args.games} games (sides alternate), "
+                        f"map {game_map.name}, seed {args.seed}{note}")
+        for col in ("wins", "draws", "losses", "score rate", "Wilson 95%", "mean queen margin", "mean rounds",
+                    f"{args.team0} move (median us)", f"{args.team1} move (median us)"):
+            t.add_column(col, justify="right")
+        t.add_row(str(s["wins"]), str(s["draws"]), str(s["losses"]), f"{s['score_rate']:.3f}",
+                  f"{s['wilson_low']:.3f}-{s['wilson_high']:.3f}", f"{s['mean_margin']:+.2f}",
+                  f"{s['mean_rounds']:.0f}", f"{s['latency_a_us_median']:.0f}", f"{s['latency_b_us_median']:.0f}")
+        out = console()
+        out.print(t)
+        out.print("endings: " + (", ".join(f"{k} {v}" for k, v in s["reasons"].items()) or "none"))
+        if series.replays:
+            out.print(f"replays: {len(series.replays)} in {args.replay_dir}")
+    if series.interrupted:
+        print(f"arena: {note.removeprefix(', ')}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 
@@ -68,9 +92,7 @@ def map_summary(m: LoongMap) -> dict:
 
 def cmd_map(args: argparse.Namespace) -> int:
     game_map = load_map_spec(args.gen)
-    out = Path(args.out)
-    if out.parent and not out.parent.exists():
-        raise LoongCliError(f"--out {args.out}: folder {out.parent} does not exist")
+    out = _out_path("--out", args.out)
     game_map.save(out)
     s = {**map_summary(game_map), "out": str(out)}
     if args.json:
@@ -81,17 +103,52 @@ def cmd_map(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_json(text: str) -> Path:
+    """The header of the replay named by ``text`` (its .json, its .parquet or their stem)."""
+    replay = Path(text)
+    stem = replay.with_suffix("") if replay.suffix in (".json", ".parquet") else replay
+    if not stem.with_suffix(".json").exists():
+        raise LoongCliError(f"replay {text}: no such replay ({stem.with_suffix('.json')} is missing)")
+    return stem.with_suffix(".json")
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     from games.loong.viewer import write_viewer
 
-    replay = Path(args.replay)
-    stem = replay.with_suffix("") if replay.suffix in (".json", ".parquet") else replay
-    if not stem.with_suffix(".json").exists():
-        raise LoongCliError(f"replay {args.replay}: no such replay ({stem.with_suffix('.json')} is missing)")
-    out = Path(args.out) if args.out else stem.with_suffix(".html")
-    page = write_viewer(stem.with_suffix(".json"), out)
+    header = _replay_json(args.replay)
+    out = _out_path("--out", args.out) if args.out else header.with_suffix(".html")
+    page = write_viewer(header, out)
     print(f"wrote {page} ({page.stat().st_size // 1024} KiB); open it in a browser")
     return 0
+
+
+def verified_line(v) -> str:
+    """'game.json: ok (60 rounds, winner team 0 (foil) by elimination, 366 turns; ...)'."""
+    r, bots = v.result, v.replay.header["bots"]
+    who = f"a draw ({r.reason})" if r.winner is None else f"winner team {r.winner} ({bots[r.winner]}) by {r.reason}"
+    return f"{v.replay.path}: ok ({r.round} rounds, {who}, {v.turns} turns; {v.bots_note})"
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from games.loong.replay import ReplayError, verify_replay
+
+    docs, failed = [], 0
+    for text in args.replays:
+        try:
+            v = verify_replay(_replay_json(text))
+        except (ReplayError, UnknownBot) as e:
+            if len(args.replays) == 1:
+                raise
+            failed += 1
+            print(f"arena: error: {e}", file=sys.stderr)
+            docs.append({"replay": text, "ok": False, "error": str(e)})
+            continue
+        docs.append(v.summary())
+        if not args.json:
+            print(verified_line(v))
+    if args.json:
+        print(json.dumps(docs[0] if len(args.replays) == 1 else docs, indent=2))
+    return 2 if failed else 0
 
 
 def cmd_league(args: argparse.Namespace) -> int:
@@ -107,42 +164,56 @@ def cmd_league(args: argparse.Namespace) -> int:
     n = len(config.players)
     with tqdm(total=n * (n - 1) // 2, desc="pairings", file=sys.stderr, leave=False,
               disable=not sys.stderr.isatty()) as bar:
-        result = loong_league.run(config, progress=lambda done, total: bar.update(1), factories=factories)
+        try:
+            result = loong_league.run(config, progress=lambda done, total: bar.update(1), factories=factories)
+        except Interrupted as e:
+            result = e.partial
     return print_league(result, f"Loong league: {args.games} games a pairing on each of {len(config.maps)} maps",
                         as_json=args.json, png=args.png, maps=list(config.maps))
 
 
 def register(subparsers) -> None:
-    """Add ``loong match|map|view`` to the arena CLI's top-level subparsers."""
+    """Add ``loong match|map|verify|view|league`` to the arena CLI's top-level subparsers."""
     names = ", ".join(sorted(registry()))
-    lg = subparsers.add_parser("loong", help="Loong: matches, maps, replay viewer")
+    lg = subparsers.add_parser("loong", help="Loong: matches, leagues, maps, replay checks and viewer")
     sub = lg.add_subparsers(dest="command", required=True)
     m = sub.add_parser("match", help="play two bots against each other, sides alternating")
-    m.add_argument("--team0", required=True, help=f"bot whose wins are counted ({names})")
-    m.add_argument("--team1", required=True, help="its opponent")
-    m.add_argument("--map", required=True, help="gen:WxH:SYM:seed=S[,kelp=F,portals=N,spawns=N] or a .json map")
-    m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--games", type=int, default=20)
-    m.add_argument("--max-rounds", type=int, default=500)
-    m.add_argument("--replay-dir", help="write each game's replay here")
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--team0", required=True,
+                   help=f"bot whose wins are counted: {names}, or build:<name|id> for a registered build (required)")
+    m.add_argument("--team1", required=True, help="its opponent, named the same way (required)")
+    m.add_argument("--map", required=True,
+                   help="gen:WxH:SYM:seed=S[,kelp=F,portals=N,spawns=N] or a .json map (required)")
+    m.add_argument("--seed", type=int, default=0, help="series seed; each pair of games derives its own "
+                   "(default: %(default)s)")
+    m.add_argument("--games", type=int, default=20, help="games, in pairs that swap sides (default: %(default)s)")
+    m.add_argument("--max-rounds", type=int, default=500, help="round limit of a game (default: %(default)s)")
+    m.add_argument("--replay-dir", help="write each game's replay into this folder, created if missing "
+                   "(default: no replays)")
+    m.add_argument("--builds", help=BUILDS_HELP)
+    m.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     m.set_defaults(func=cmd_match)
     mp = sub.add_parser("map", help="generate a map and write it as JSON")
-    mp.add_argument("--gen", required=True, help="gen:WxH:SYM:seed=S[,kelp=F,portals=N,spawns=N]")
-    mp.add_argument("--out", required=True)
-    mp.add_argument("--json", action="store_true")
+    mp.add_argument("--gen", required=True, help="gen:WxH:SYM:seed=S[,kelp=F,portals=N,spawns=N] (required)")
+    mp.add_argument("--out", required=True, help="the map file to write; its folder must exist (required)")
+    mp.add_argument("--json", action="store_true", help="print the map's summary as JSON")
     mp.set_defaults(func=cmd_map)
-    v = sub.add_parser("view", help="write a replay's self-contained HTML viewer")
+    vf = sub.add_parser("verify", help="re-simulate replays and compare every header field (exit 2 if one differs)")
+    vf.add_argument("replays", nargs="+", metavar="REPLAY", help="replay .json (or its .parquet, or their stem)")
+    vf.add_argument("--json", action="store_true", help="print each check as JSON")
+    vf.set_defaults(func=cmd_verify)
+    v = sub.add_parser("view", help="verify a replay, then write its self-contained HTML viewer")
     v.add_argument("replay", help="replay .json (or its stem)")
-    v.add_argument("--out", help="page to write (default: next to the replay, .html)")
+    v.add_argument("--out", help="page to write; its folder must exist (default: next to the replay, .html)")
     v.set_defaults(func=cmd_view)
     lg2 = sub.add_parser("league", help="round robin of Python bots and registered wasm builds, with Elo")
-    lg2.add_argument("--players", default="foil,random", help="names, or build:<name|id> for wasm builds")
-    lg2.add_argument("--maps", default=";".join(DEFAULT_MAPS), help="map specs separated by ';'")
-    lg2.add_argument("--games", type=int, default=2, help="games a pairing on each map")
-    lg2.add_argument("--max-rounds", type=int, default=500)
-    lg2.add_argument("--seed", type=int, default=0)
-    lg2.add_argument("--builds", help="registered builds root (default ARENA_HOME/artifacts/loong/builds)")
-    lg2.add_argument("--png", help="also write the Elo plot here")
-    lg2.add_argument("--json", action="store_true")
+    lg2.add_argument("--players", default="foil,random",
+                     help="comma-separated names, or build:<name|id> for wasm builds (default: %(default)s)")
+    lg2.add_argument("--maps", default=";".join(DEFAULT_MAPS),
+                     help="map specs separated by ';', every pairing plays on each (default: %(default)s)")
+    lg2.add_argument("--games", type=int, default=2, help="games a pairing on each map (default: %(default)s)")
+    lg2.add_argument("--max-rounds", type=int, default=500, help="round limit of a game (default: %(default)s)")
+    lg2.add_argument("--seed", type=int, default=0, help="league seed (default: %(default)s)")
+    lg2.add_argument("--builds", help=BUILDS_HELP)
+    lg2.add_argument("--png", help="also write the Elo plot to this file (default: no plot)")
+    lg2.add_argument("--json", action="store_true", help="print the league as JSON instead of tables")
     lg2.set_defaults(func=cmd_league)

@@ -15,6 +15,7 @@ import numpy as np
 from games.celldiv.board import MAX_SIZE, MIN_SIZE, PositionError, State, is_over, legal_mask, margin, play
 from games.celldiv.board import random_start as _random_start
 from games.celldiv.players import Player, make_player
+from games.league import Interrupted, hold_interrupts
 from games.stats import MatchTally
 
 
@@ -90,7 +91,8 @@ def play_match(
 ) -> MatchTally:
     """Play ``games`` games of ``a`` against ``b``: pairs of games from one seeded start per pair,
     ``a`` moving first in one game of the pair and ``b`` in the other. Sizes cycle through
-    ``sizes``. Returns the tally from ``a``'s side (wins/draws/losses, margins, move latency)."""
+    ``sizes``. Returns the tally from ``a``'s side (wins/draws/losses, margins, move latency).
+    Ctrl-C raises ``games.league.Interrupted`` with the tally of the games that finished."""
     if games < 1:
         raise ValueError(f"games must be at least 1, got {games}")
     size_list = parse_sizes(sizes)
@@ -99,18 +101,22 @@ def play_match(
     name_a = a if isinstance(a, str) else getattr(make_a(0), "name", "a")
     name_b = b if isinstance(b, str) else getattr(make_b(0), "name", "b")
     tally = MatchTally(name_a, name_b)
-    for g in range(games):
-        pair = g // 2
-        n = size_list[pair % len(size_list)]
-        start = _random_start(n, np.random.default_rng(game_seed(seed, pair)))
-        pa, pb = make_a(game_seed(seed, g, 0)), make_b(game_seed(seed, g, 1))
-        a_first = g % 2 == 0
-        lat: tuple[list, list] = ([], [])
-        rec = play_game((pa, pb) if a_first else (pb, pa), start, latencies=lat)
-        m = rec.margin0 if a_first else -rec.margin0
-        tally.record(int(np.sign(m)), m)
-        tally.latency_a.extend(lat[0] if a_first else lat[1])
-        tally.latency_b.extend(lat[1] if a_first else lat[0])
-        if progress:
-            progress(g + 1)
+    try:
+        for g in range(games):
+            pair = g // 2
+            n = size_list[pair % len(size_list)]
+            start = _random_start(n, np.random.default_rng(game_seed(seed, pair)))
+            pa, pb = make_a(game_seed(seed, g, 0)), make_b(game_seed(seed, g, 1))
+            a_first = g % 2 == 0
+            lat: tuple[list, list] = ([], [])
+            rec = play_game((pa, pb) if a_first else (pb, pa), start, latencies=lat)
+            m = rec.margin0 if a_first else -rec.margin0
+            with hold_interrupts():  # a finished game is recorded whole
+                tally.record(int(np.sign(m)), m)
+                tally.latency_a.extend(lat[0] if a_first else lat[1])
+                tally.latency_b.extend(lat[1] if a_first else lat[0])
+            if progress:
+                progress(g + 1)
+    except KeyboardInterrupt:
+        raise Interrupted(tally) from None
     return tally

@@ -6,13 +6,17 @@ Wasm builds take part through their judge factories exactly like Python bots.
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from games.loong.bots import BotFactory, MatchResult, play_game
+from games.league import Interrupted, hold_interrupts, match_summary
+from games.loong.bots import BotFactory, MatchResult, bot_name, play_game
 from games.loong.foil import registry
 from games.loong.maps import LoongMap
+from games.loong.observation import Observation
 from games.loong.rng import MASK64, mix64
 from games.stats import MatchTally
 
@@ -36,7 +40,8 @@ def pair_seed(seed: int, pair: int) -> int:
 
 @dataclass
 class SeriesResult:
-    """A series of games between bots ``a`` and ``b``, a's view: the tally, reasons, replay paths."""
+    """A series of games between bots ``a`` and ``b``, a's view: the tally (latencies per move, that is
+    per dragon turn), reasons, rounds, replay paths; ``interrupted`` when Ctrl-C stopped it early."""
 
     tally: MatchTally
     map: LoongMap
@@ -44,23 +49,66 @@ class SeriesResult:
     max_rounds: int
     reasons: dict[str, int] = field(default_factory=dict)
     rounds: list[int] = field(default_factory=list)
-    turns: list[tuple[int, int]] = field(default_factory=list)  # per game: (a's turns, b's turns)
     replays: list[str] = field(default_factory=list)
+    interrupted: bool = False
 
     def summary(self) -> dict:
-        s = self.tally.summary()
-        a_turns = sum(t[0] for t in self.turns)
-        b_turns = sum(t[1] for t in self.turns)
-        s.update({
+        """The JSON of ``arena loong match`` (keys documented in ``ops/cli.py``)."""
+        return {
+            **match_summary(self.tally),
             "map": self.map.name, "width": self.map.width, "height": self.map.height,
             "symmetry": self.map.symmetry, "seed": self.seed, "max_rounds": self.max_rounds,
             "reasons": dict(sorted(self.reasons.items())),
             "mean_rounds": sum(self.rounds) / len(self.rounds) if self.rounds else 0.0,
-            "ms_per_turn_a": 1000 * sum(self.tally.latency_a) / max(a_turns, 1),
-            "ms_per_turn_b": 1000 * sum(self.tally.latency_b) / max(b_turns, 1),
-            "replays": self.replays,
-        })
-        return s
+            "replays": self.replays, "interrupted": self.interrupted,
+        }
+
+
+class _Timed:
+    """A bot factory whose bots add each move's think seconds to ``sink``."""
+
+    def __init__(self, factory: BotFactory, sink: list[float]) -> None:
+        self.factory, self.sink, self.name = factory, sink, bot_name(factory)
+
+    def __call__(self, dragon_id: int, team: int, seed: int) -> _TimedBot:
+        return _TimedBot(self.factory(dragon_id, team, seed), self.sink)
+
+
+class _TimedBot:
+    def __init__(self, bot, sink: list[float]) -> None:
+        self._bot, self._sink = bot, sink
+
+    def act(self, obs: Observation):
+        t0 = time.perf_counter()
+        try:
+            return self._bot.act(obs)
+        finally:
+            self._sink.append(time.perf_counter() - t0)
+
+    def __getattr__(self, name: str):  # last_points (metered bots) and anything else the runner reads
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._bot, name)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+
+
+def replay_stem(g: int, a: str, b: str) -> str:
+    """The file stem of game ``g``'s replay: ``game0003_foil_vs_build-foil-c`` (names made file-safe)."""
+    return f"game{g:04d}_{_UNSAFE.sub('-', a)}_vs_{_UNSAFE.sub('-', b)}"
+
+
+def check_replay_dir(replay_dir: str | Path) -> Path:
+    """The replay folder, created if missing; a path that exists and is not a folder is refused."""
+    d = Path(replay_dir)
+    if d.exists() and not d.is_dir():
+        raise UnknownBot(f"--replay-dir {replay_dir}: is a file, not a folder")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UnknownBot(f"--replay-dir {replay_dir}: cannot create it ({e.strerror})") from None
+    return d
 
 
 def play_series(
@@ -77,57 +125,47 @@ def play_series(
 ) -> SeriesResult:
     """Bot ``a`` against bot ``b`` on one map, ``games`` games in pairs that swap sides on the same
     seed (even games: a is team 0). The tally's margin is a's queen length minus b's at the end, its
-    latencies each game's think seconds for a and b (see ``turns`` for per-turn rates). ``bots`` maps
-    names to factories (Python bots and registered wasm builds alike); default the built-in bots."""
+    latencies the think seconds of each of a's and b's moves (dragon turns). ``bots`` maps names to
+    factories (Python bots and registered wasm builds alike); default the built-in bots. Ctrl-C raises
+    ``games.league.Interrupted`` with the series of the games that finished (``interrupted`` set)."""
     fa, fb = bot_factory(a, bots), bot_factory(b, bots)
     if games < 1:
         raise UnknownBot(f"--games must be at least 1, got {games}")
     if max_rounds < 1:
         raise UnknownBot(f"--max-rounds must be at least 1, got {max_rounds}")
     out = SeriesResult(MatchTally(a, b), game_map, seed, max_rounds)
-    if replay_dir is not None:
-        Path(replay_dir).mkdir(parents=True, exist_ok=True)
-    for g in range(games):
-        side = g % 2  # the team bot a plays
-        match_seed = pair_seed(seed, g // 2)
-        r = play_game(game_map, fa, fb, match_seed, max_rounds) if side == 0 else \
-            play_game(game_map, fb, fa, match_seed, max_rounds)
-        _record(out, r, side)
-        if replay_dir is not None:
-            from games.loong.replay import save_replay
+    folder = check_replay_dir(replay_dir) if replay_dir is not None else None
+    try:
+        for g in range(games):
+            side = g % 2  # the team bot a plays
+            match_seed = pair_seed(seed, g // 2)
+            lat_a: list[float] = []
+            lat_b: list[float] = []
+            ta, tb = _Timed(fa, lat_a), _Timed(fb, lat_b)
+            r = play_game(game_map, ta, tb, match_seed, max_rounds) if side == 0 else \
+                play_game(game_map, tb, ta, match_seed, max_rounds)
+            with hold_interrupts():  # a finished game is recorded whole, its replay included
+                if folder is not None:
+                    from games.loong.replay import save_replay
 
-            json_path, _ = save_replay(r, Path(replay_dir) / f"game{g:04d}_{a}_vs_{b}")
-            out.replays.append(str(json_path))
-        if progress is not None:
-            progress(g + 1)
+                    json_path, _ = save_replay(r, folder / replay_stem(g, a, b))
+                    out.replays.append(str(json_path))
+                _record(out, r, side, lat_a, lat_b)
+            if progress is not None:
+                progress(g + 1)
+    except KeyboardInterrupt:
+        out.interrupted = True
+        raise Interrupted(out, out.tally) from None
     return out
 
 
-def _record(out: SeriesResult, r: MatchResult, side: int) -> None:
+def _record(out: SeriesResult, r: MatchResult, side: int, lat_a: list[float], lat_b: list[float]) -> None:
     winner = r.winner
     outcome = 0 if winner is None else (1 if winner == side else -1)
     scores = r.result.scores
     out.tally.record(outcome, scores[side][0] - scores[1 - side][0])
-    out.tally.latency_a.append(r.think_seconds[side])
-    out.tally.latency_b.append(r.think_seconds[1 - side])
-    team_of = _teams(r)
-    turns = [0, 0]
-    for t in r.turns:
-        turns[team_of.get(t.dragon_id, t.dragon_id % 2)] += 1
-    out.turns.append((turns[side], turns[1 - side]))
+    out.tally.latency_a.extend(lat_a)
+    out.tally.latency_b.extend(lat_b)
     key = r.reason if winner is not None else f"draw ({r.reason})"
     out.reasons[key] = out.reasons.get(key, 0) + 1
     out.rounds.append(r.rounds)
-
-
-def _teams(r: MatchResult) -> dict[int, int]:
-    """Each dragon's team, replayed from the turns (children inherit their parent's team)."""
-    from games.loong.actions import Split
-
-    teams = {s.id: s.team for s in r.map.dragons}
-    next_id = max(teams) + 1
-    for t in r.turns:
-        if isinstance(t.action, Split) and t.death is None:
-            teams[next_id] = teams.get(t.dragon_id, t.dragon_id % 2)
-            next_id += 1
-    return teams

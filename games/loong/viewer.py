@@ -1,8 +1,9 @@
 """A replay as one self-contained HTML page: canvas board, round slider, play/pause/step, turn table.
 
-``write_viewer(replay_path, out_html)`` re-simulates the replay with the reference engine (checking
-every round's state hash against the header) and embeds per-round deltas as JSON in the page
-(template: ``viewer_assets/viewer.html``; inline JS and CSS, no network fetches).
+``write_viewer(replay_path, out_html)`` first verifies the replay (``verify_replay``: re-simulated in
+the reference engine, every header field compared, a changed winner or hash refused with the field
+named), then embeds per-round deltas as JSON in the page (template: ``viewer_assets/viewer.html``;
+inline JS and CSS, no network fetches).
 
 Embedded data (``viewer_data``)::
 
@@ -33,7 +34,7 @@ from pathlib import Path
 from games.loong.actions import action_record
 from games.loong.engine import Game
 from games.loong.maps import EDGE_CHARS, KELP, LoongMap
-from games.loong.replay import Replay, ReplayError, load_replay
+from games.loong.replay import Replay, ReplayError, load_replay, verify_replay
 
 TEMPLATE = Path(__file__).with_name("viewer_assets") / "viewer.html"
 PLACEHOLDER = "/*__REPLAY_DATA__*/"
@@ -196,8 +197,10 @@ def render_html(data: dict) -> str:
 
 
 def write_viewer(replay_path: str | Path, out_html: str | Path) -> Path:
-    """Write the self-contained viewer page for the replay at ``replay_path``; returns the page's path."""
+    """Verify the replay at ``replay_path`` (ReplayError naming the field that differs), then write its
+    self-contained viewer page; returns the page's path."""
     replay = load_replay(replay_path)
+    verify_replay(replay)
     out = Path(out_html)
     out.write_text(render_html(viewer_data(replay)))
     return out

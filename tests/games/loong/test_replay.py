@@ -8,6 +8,7 @@ import pytest
 
 from games.loong.actions import Forfeit
 from games.loong.bots import play_game, random_bot
+from games.loong.foil import foil_bot
 from games.loong.mapgen import generate_map
 from games.loong.replay import ReplayError, _checksum, load_replay, save_replay, verify_replay
 
@@ -44,6 +45,8 @@ def test_round_trip_reproduces_every_round(match, saved):
     assert replay.turns == match.turns and replay.seed == 77 and replay.map == MAP
     game = verify_replay(replay)
     assert game.hashes == match.hashes and game.result == match.result
+    assert not game.bots_replayed and "Sonarist is not a built-in bot" in game.bots_note  # a test-only bot
+    assert verify_replay(json_path).result == match.result  # a path is loaded first
     assert load_replay(parquet_path).header == replay.header  # either file names the replay
     assert any(t.action == Forfeit("gave up") for t in replay.turns)
 
@@ -65,7 +68,7 @@ def test_truncated_rows_are_refused(saved):
     with pytest.raises(ReplayError, match=r"game\.parquet: checksum does not match"):
         load_replay(json_path)
     rewrite(parquet_path, table.slice(0, table.num_rows - 3), json_path)
-    with pytest.raises(ReplayError, match=r"rows, header says"):
+    with pytest.raises(ReplayError, match=rf"game\.json: rows: header says {table.num_rows}, game\.parquet has"):
         load_replay(json_path)
     rewrite(parquet_path, table.slice(0, table.num_rows - 3), json_path, rows=table.num_rows - 3)
     with pytest.raises(ReplayError, match=r"found end of rows"):
@@ -79,7 +82,8 @@ def test_an_altered_action_is_caught_by_the_state_hash(saved):
     rows[i]["args"] = [(rows[i]["args"][0] + 1) % 4]
     table = pa.Table.from_pylist(rows, schema=pq.read_schema(parquet_path).remove_metadata())
     rewrite(parquet_path, table, json_path)
-    with pytest.raises(ReplayError, match=rf"round {rows[i]['round']}: state hash differs|row \d+: expected"):
+    altered = rf"hashes\[{rows[i]['round']}\]: header says|row \d+: (expected|death_reason)"
+    with pytest.raises(ReplayError, match=altered):
         verify_replay(load_replay(json_path))
 
 
@@ -90,7 +94,7 @@ def test_an_altered_sonar_value_is_caught(saved):
         r["sonar_s"] = None if r["sonar_s"] is None else r["sonar_s"] + 1
     rewrite(parquet_path, pa.Table.from_pylist(rows, schema=pq.read_schema(parquet_path).remove_metadata()),
             json_path)
-    with pytest.raises(ReplayError, match="state hash differs"):
+    with pytest.raises(ReplayError, match=r"hashes\[\d+\]: header says \"[0-9a-f]{32}\", the game gives"):
         verify_replay(load_replay(json_path))
 
 
@@ -101,7 +105,7 @@ def test_flipped_byte_wrong_version_and_missing_files(saved):
     with pytest.raises(ReplayError, match=r"game\.json: replay version 2"):
         load_replay(json_path)
     json_path.write_text(json.dumps({**h, "result": {**h["result"], "winner": 1 - (h["result"]["winner"] or 0)}}))
-    with pytest.raises(ReplayError, match="header result"):
+    with pytest.raises(ReplayError, match=r"game\.json: result\.winner: header says \d, the game gives"):
         verify_replay(load_replay(json_path))
     json_path.write_text(json.dumps(h))
     data = bytearray(parquet_path.read_bytes())
@@ -117,3 +121,112 @@ def test_flipped_byte_wrong_version_and_missing_files(saved):
         load_replay(json_path)
     with pytest.raises(ReplayError, match="no such replay header"):
         load_replay(json_path.with_name("other.json"))
+
+
+# -- every header field against the game -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def foil_match():
+    """Built-in bots, so verification also replays them from the seed."""
+    return play_game(MAP, foil_bot, random_bot, 5, max_rounds=40)
+
+
+@pytest.fixture
+def foil_saved(foil_match, tmp_path):
+    json_path, _ = save_replay(foil_match, tmp_path / "foil")
+    return json_path
+
+
+def test_an_untouched_replay_passes_every_check(foil_match, foil_saved):
+    v = verify_replay(foil_saved)
+    assert v.bots_replayed and v.result == foil_match.result and v.hashes == foil_match.hashes
+    assert v.rounds == 40 and v.turns == len(foil_match.turns)
+    assert v.summary()["bots"] == ["foil", "random"] and v.summary()["ok"]
+
+
+def _tampered(json_path, change):
+    h = json.loads(json_path.read_text())
+    change(h)
+    json_path.write_text(json.dumps(h))
+    with pytest.raises(ReplayError) as e:
+        verify_replay(json_path)
+    return str(e.value)
+
+
+def _flip_winner(h):
+    h["result"]["winner"] = 1 if h["result"]["winner"] != 1 else 0
+
+
+def _scores(h):
+    h["result"]["scores"][0][0] += 1
+
+
+def _seed(h):
+    h["seed"] = str(int(h["seed"]) + 1)
+
+
+def _hash(h):
+    h["hashes"][7] = "f" * 32
+
+
+def _bots(h):
+    h["bots"].reverse()
+
+
+def _longer(h):
+    h["max_rounds"] += 10
+
+
+def _shorter(h):
+    h["max_rounds"] -= 10
+
+
+def _round(h):
+    h["result"]["round"] -= 1
+
+
+def _reason(h):
+    h["result"]["reason"] = "elimination"
+
+
+@pytest.mark.parametrize("change, message", [
+    (_flip_winner, r"foil\.json: result\.winner: header says [01], the game gives [01]$"),
+    (_scores, r"foil\.json: result\.scores: header says \[\[\d+, .*\]\], the game gives \[\["),
+    (_seed, r"foil\.json: seed: header says 6, but foil and random replayed from it differ at row \d+"),
+    (_hash, r'foil\.json: hashes\[7\]: header says "f{32}", the game gives "[0-9a-f]{32}"$'),
+    (_bots, r'foil\.json: bots: header says \["random", "foil"\], the game gives \["foil", "random"\]$'),
+    (_longer, r"foil\.json: max_rounds: header says 50, the game gives 40$"),
+    (_shorter, r"foil\.json: max_rounds: header says 30, but the turns go on after round 30$"),
+    (_round, r"foil\.json: result\.round: header says 39, the game gives 40$"),
+    (_reason, r'foil\.json: result\.reason: header says "elimination", the game gives "round limit"$'),
+])
+def test_a_changed_header_field_is_refused_by_name(foil_saved, change, message):
+    assert verify_replay(foil_saved).bots_replayed  # untouched, it passes
+    import re
+
+    text = _tampered(foil_saved, change)
+    assert re.search(message, text), text
+    assert "\n" not in text
+
+
+def test_malformed_header_fields_are_named(foil_saved):
+    def bad_seed(h):
+        h["seed"] = "seven"
+
+    def lost(h):
+        h["seed"] = "5"
+        del h["result"]["scores"]
+
+    assert "seed: header says \"seven\", not an unsigned 64-bit integer" in _tampered(foil_saved, bad_seed)
+    assert "result.scores: missing from the header" in _tampered(foil_saved, lost)
+
+
+def test_a_changed_death_reason_is_refused(foil_match, foil_saved):
+    parquet_path = foil_saved.with_suffix(".parquet")
+    rows = pq.read_table(parquet_path).to_pylist()
+    i = next(i for i, r in enumerate(rows) if r["kind"] == "move" and r["death_reason"] is None)
+    rows[i]["death_reason"] = "struck by lightning"
+    rewrite(parquet_path, pa.Table.from_pylist(rows, schema=pq.read_schema(parquet_path).remove_metadata()),
+            foil_saved)
+    with pytest.raises(ReplayError, match=rf"row {i}: death_reason: the turn file says \"struck by lightning\", "
+                                          r"the game gives null"):
+        verify_replay(foil_saved)

@@ -104,8 +104,24 @@ def test_a_tampered_replay_is_refused(replay_path, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(header))
     shutil.copy(replay_path.with_suffix(".parquet"), tmp_path / header["parquet"])
-    with pytest.raises(ReplayError, match="round 5"):
+    with pytest.raises(ReplayError, match=r"bad\.json: hashes\[5\]: header says"):
         write_viewer(bad, tmp_path / "bad.html")
+    assert not (tmp_path / "bad.html").exists()
+
+
+def test_a_changed_winner_is_refused_before_any_page_is_written(replay_path, tmp_path):
+    import json
+
+    header = json.loads(replay_path.read_text())
+    winner = header["result"]["winner"]
+    header["result"]["winner"] = 1 if winner != 1 else 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(header))
+    shutil.copy(replay_path.with_suffix(".parquet"), tmp_path / header["parquet"])
+    with pytest.raises(ReplayError, match=rf"bad\.json: result\.winner: header says {header['result']['winner']}, "
+                                          rf"the game gives {json.dumps(winner)}$"):
+        write_viewer(bad, tmp_path / "bad.html")
+    assert not (tmp_path / "bad.html").exists()
 
 
 def _dump(page, query, tmp_path):
