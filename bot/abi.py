@@ -1,11 +1,13 @@
 """The WebAssembly bot ABI (docs/bot-abi.md): limits, the one import, the exports and the reply layout.
 
 Pure data and parsing; no wasmtime import here, so tools can read the ABI without the runtime.
+``read_sections(wasm)`` reads what the judge's static limits need from a module's sections.
 """
 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 from games.loong.actions import Action, Move, Sonar, Split, Sprint
 
@@ -14,6 +16,16 @@ POINTS_PER_TURN = 100_000_000
 MEMORY_LIMIT = 48 * 1024 * 1024  # bytes of linear memory an instance may ever have
 MODULE_LIMIT = 4 * 1024 * 1024  # bytes of one .wasm
 PAGE = 65536
+TABLE_LIMIT = 10_000  # elements of the one table (funcref, 8 bytes each in wasmtime): 80 KB a dragon
+WALL_LIMIT = 10.0  # seconds of wall time a turn (instantiation and init included): a safety net, not a meter
+CLOCK_PRICE = 100  # points one call of the clock import costs (its host callback is ~1.5 us, not one operator)
+COMPILE_SECONDS = 30.0  # wall time one registration may spend compiling (a child process, one thread)
+COMPILE_MEMORY = 1 << 30  # bytes of address space that compile process may map
+# most entries a module may declare in each section (wasmtime spends per entry at compile or instantiation)
+SECTION_LIMITS = {"types": 10_000, "functions": 10_000, "globals": 1_000, "element segments": 1_000,
+                  "data segments": 1_000}
+WASM_MAGIC = b"\0asm"
+WASM_VERSION = b"\1\0\0\0"  # a core module (components are not bots)
 
 IMPORT_MODULE, IMPORT_NAME = "loong", "points_left"  # () -> i64: fuel left this turn
 # name -> (params, results), wasm value types as wasmtime prints them
@@ -23,6 +35,8 @@ EXPORT_TYPES = {
     "act": (("i32",), ("i32",)),  # (length) -> pointer to the 40-byte reply
 }
 ABI_EXPORTS = tuple(EXPORT_TYPES)
+# exports toolchains emit on their own, allowed beside the ABI's (never called): name -> kind
+TOOLCHAIN_EXPORTS = {"__heap_base": "global", "__data_end": "global", "__indirect_function_table": "table"}
 
 # reply: u8 kind | u8 sonar mask (bit d: a value for direction d) | u16 arg | u32 steps pointer
 #        | 4 x u64 sonar (N, E, S, W)
@@ -73,3 +87,152 @@ def encode_reply(action: Action, sonar: Sonar | None = None, steps_ptr: int = 0)
     if isinstance(action, Sprint):
         return REPLY.pack(KIND_SPRINT, mask, len(action.directions), steps_ptr, *vals)
     raise ValueError(f"no reply encoding for {action!r}")
+
+
+# --- the module's sections, read without wasmtime --------------------------------------------------
+SECTION_IDS = {1: "types", 2: "imports", 3: "functions", 4: "tables", 5: "memories", 6: "globals", 7: "exports",
+               8: "start", 9: "element segments", 10: "code", 11: "data segments", 12: "data count", 13: "tags"}
+EXTERN_KINDS = {0: "func", 1: "table", 2: "memory", 3: "global", 4: "tag"}
+
+
+@dataclass(frozen=True)
+class Sections:
+    """What the judge's static limits look at: entry counts, table and memory limits, exports, data segments."""
+
+    counts: dict[str, int]  # entries of each section present, by name (SECTION_IDS)
+    tables: tuple[tuple[int, int | None], ...]  # (min, max) elements of each defined table
+    memories: tuple[tuple[int, int | None], ...]  # (min, max) pages of each defined memory
+    imports: tuple[tuple[str, str, str], ...]  # (module, name, kind)
+    exports: tuple[tuple[str, str], ...]  # (name, kind)
+    data: tuple[tuple[int | None, int], ...] | None  # (constant offset or None, length); None: not read
+    start: bool
+
+
+class _Reader:
+    __slots__ = ("b", "i")
+
+    def __init__(self, b: bytes, i: int = 0) -> None:
+        self.b, self.i = b, i
+
+    def byte(self) -> int:
+        self.i += 1
+        return self.b[self.i - 1]
+
+    def u(self) -> int:
+        r = shift = 0
+        while True:
+            x = self.byte()
+            r |= (x & 0x7F) << shift
+            shift += 7
+            if x < 0x80:
+                return r
+
+    def s(self) -> int:
+        r = shift = 0
+        while True:
+            x = self.byte()
+            r |= (x & 0x7F) << shift
+            shift += 7
+            if x < 0x80:
+                return r - (1 << shift) if x & 0x40 else r
+
+    def name(self) -> str:
+        n = self.u()
+        self.i += n
+        return self.b[self.i - n:self.i].decode("utf-8", "replace")
+
+    def limits(self) -> tuple[int, int | None]:
+        flags = self.u()
+        lo = self.u()
+        return lo, (self.u() if flags & 1 else None)
+
+    def const_offset(self) -> int | None:
+        """Skip a constant expression; its value when it is a lone ``i32.const``, else None."""
+        first, value, ops = self.b[self.i], None, 0
+        while (op := self.byte()) != 0x0B:
+            ops += 1
+            if op == 0x41:
+                value = self.s() & 0xFFFFFFFF
+            elif op == 0x42:  # i64.const
+                self.s()
+            elif op in (0x23, 0xD2):  # global.get, ref.func
+                self.u()
+            elif op == 0xD0:  # ref.null t
+                self.byte()
+            elif op not in (0x6A, 0x6B, 0x6C, 0x7C, 0x7D, 0x7E):  # extended-const arithmetic
+                raise ValueError(f"unexpected opcode {op:#x} in a constant expression")
+        return value if ops == 1 and first == 0x41 else None
+
+
+def read_sections(wasm: bytes) -> Sections:
+    """Read a (validated) core module's sections; raises ValueError on malformed bytes."""
+    if wasm[:4] != WASM_MAGIC or wasm[4:8] != WASM_VERSION:
+        raise ValueError("not a WebAssembly core module header")
+    counts: dict[str, int] = {}
+    tables, memories, imports, exports = [], [], [], []
+    data: list[tuple[int | None, int]] | None = []
+    start = False
+    r = _Reader(wasm, 8)
+    try:
+        while r.i < len(wasm):
+            sid = r.byte()
+            size = r.u()
+            end = r.i + size
+            if end > len(wasm):
+                raise ValueError(f"section {sid} runs past the end of the module")
+            name = SECTION_IDS.get(sid)
+            if sid == 10:
+                counts["code"] = r.u()
+            elif sid == 8:
+                start = True
+            elif name is not None and sid not in (10, 12):
+                n = r.u()
+                counts[name] = counts.get(name, 0) + n
+                if sid == 2:
+                    for _ in range(n):
+                        mod, field, kind = r.name(), r.name(), r.byte()
+                        imports.append((mod, field, EXTERN_KINDS.get(kind, f"kind {kind}")))
+                        if kind == 0:
+                            r.u()
+                        elif kind == 1:
+                            r.byte()
+                            r.limits()
+                        elif kind == 2:
+                            r.limits()
+                        elif kind == 3:
+                            r.byte()
+                            r.byte()
+                        else:  # tags and anything newer: nothing after it is needed
+                            break
+                elif sid == 4:
+                    for _ in range(n):
+                        if r.b[r.i] == 0x40:  # table with an initialiser (function references)
+                            raise ValueError("table initialisers are not supported")
+                        r.byte()
+                        tables.append(r.limits())
+                elif sid == 5:
+                    memories.extend(r.limits() for _ in range(n))
+                elif sid == 7:
+                    for _ in range(n):
+                        field, kind = r.name(), r.byte()
+                        r.u()
+                        exports.append((field, EXTERN_KINDS.get(kind, f"kind {kind}")))
+                elif sid == 11 and data is not None and n <= SECTION_LIMITS["data segments"]:
+                    try:
+                        for _ in range(n):
+                            flags = r.u()
+                            offset = None
+                            if flags == 2:
+                                r.u()
+                            if flags in (0, 2):
+                                offset = r.const_offset()
+                            length = r.u()
+                            r.i += length
+                            data.append((offset, length))
+                    except ValueError:
+                        data = None
+            r.i = end
+    except IndexError:
+        raise ValueError("truncated section") from None
+    return Sections(counts, tuple(tables), tuple(memories), tuple(imports), tuple(exports),
+                    None if data is None else tuple(data), start)

@@ -1,6 +1,7 @@
 """Registered builds: a .wasm and its metadata, stored once under its content hash, referenced by id.
 
     b = register(root, wasm_bytes, name="foil", network_version="none", source_sha256=..., compiler=...)
+    b = register(root, Path("mybot.wasm"), name="mine")   # a ready module; errors name the file
     b = build_from_source(root, [Path("bot/c/random_bot.c")], name="random-c")   # compile + register
     verify(root, b.id)            # re-hashes the stored wasm against its id and metadata
     factory(root, "random-c")     # a judge bot factory for play_game (verified first)
@@ -11,6 +12,8 @@ resolved by ``ops/cli_bot.py`` from ``ops.store``; bot/ never imports ops)::
     <id>/module.wasm     the module, never rewritten
     <id>/build.json      {id, sha256, size, name, network_version, source_sha256, source_files, compiler,
                           created, abi_version}
+    <id>/module-<engine tag>.cwasm   wasmtime's compiled code for one judge configuration (written by
+                          ``register`` and ``factory``), so a league compiles each build once, not per process
     names/<name>         the id a name points at (the latest registration under that name)
 
 The id is the first 24 hex digits of the wasm's sha256, so the same bytes always get the same id
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.abi import ABI_VERSION
+from bot.abi import ABI_VERSION, MODULE_LIMIT
 
 ID_DIGITS = 24
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]{1,80}$")
@@ -48,6 +51,10 @@ class Build:
     @property
     def wasm_path(self) -> Path:
         return self.path / "module.wasm"
+
+    def compiled_path(self, judge) -> Path:
+        """Where this build's compiled code for ``judge``'s configuration lives."""
+        return self.path / f"module-{judge.engine_tag}.cwasm"
 
     @property
     def name(self) -> str | None:
@@ -77,9 +84,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def register(root: Path, wasm: bytes | Path, *, name: str | None = None, network_version: str | None = None,
              source_sha256: str | None = None, source_files: tuple[str, ...] = (), compiler: str | None = None,
              check: bool = True) -> Build:
-    """Store ``wasm`` once under its id (a second registration of the same bytes keeps the first metadata,
-    and only moves ``name`` to it). ``check``: refuse modules the judge would refuse (BuildError)."""
-    data = Path(wasm).read_bytes() if isinstance(wasm, Path) else bytes(wasm)
+    """Store ``wasm`` (bytes, or a path to a ready .wasm) once under its id (a second registration of the same
+    bytes keeps the first metadata, and only moves ``name`` to it). ``check``: refuse modules the judge would
+    refuse (BuildError: 'refused: <the judge's reason>'; a path that cannot be read as a module: BuildError
+    naming the file, see ``read_wasm_file``), and keep the judge's compiled code beside the module."""
+    data = read_wasm_file(wasm) if isinstance(wasm, str | Path) else bytes(wasm)
     if name is not None and not _NAME.match(name):
         raise BuildError(f"build name {name!r}: use 1-80 letters, digits, '_', '.', '+', '-'")
     if check:
@@ -112,16 +121,43 @@ def register(root: Path, wasm: bytes | Path, *, name: str | None = None, network
     if name is not None:
         (root / "names").mkdir(exist_ok=True)
         _write_atomic(root / "names" / name, (bid + "\n").encode())
-    return verify(root, bid)
+    b = verify(root, bid)
+    if check:  # the compiled code beside the module (the judge's in-memory copy: no second compile)
+        judge = default_judge()
+        judge.load(data, compiled=b.compiled_path(judge))
+    return b
+
+
+def read_wasm_file(path: str | Path, module_limit: int = MODULE_LIMIT) -> bytes:
+    """The bytes of a ready .wasm file; BuildError naming the file when it is missing, unreadable, over the
+    module limit (checked before reading) or not a WebAssembly binary."""
+    from bot.abi import WASM_MAGIC
+
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise BuildError(f"{path}: no such file")
+        size = path.stat().st_size
+        if size > module_limit:
+            raise BuildError(f"{path}: refused: module is {size:,} bytes, over the {module_limit:,}-byte limit")
+        data = path.read_bytes()
+    except OSError as e:
+        raise BuildError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if not data.startswith(WASM_MAGIC):
+        hint = " (C sources are compiled with `arena bot build`)" if path.suffix in (".c", ".h") else \
+            " (WebAssembly text: compile it to a .wasm binary first)" if data.lstrip()[:1] == b"(" else ""
+        raise BuildError(f"{path}: not a WebAssembly binary{hint}")
+    return data
 
 
 def build_from_source(root: Path, sources: list[Path], *, name: str | None = None,
-                      network_version: str | None = None, exports: tuple[str, ...] = ()) -> Build:
-    """Compile C sources with the project toolchain and register the result."""
+                      network_version: str | None = None) -> Build:
+    """Compile C sources with the project toolchain and register the result (a bot exports only the ABI's
+    functions, so there is no ``exports`` option: the judge refuses other exports)."""
     from bot.toolchain import compile_c
 
     with tempfile.TemporaryDirectory() as tmp:
-        r = compile_c([Path(s) for s in sources], Path(tmp) / "module.wasm", exports=exports)
+        r = compile_c([Path(s) for s in sources], Path(tmp) / "module.wasm")
         return register(root, r.wasm.read_bytes(), name=name, network_version=network_version,
                         source_sha256=r.source_sha256, source_files=r.inputs, compiler=r.compiler)
 
@@ -176,8 +212,10 @@ def list_builds(root: Path) -> list[Build]:
 
 
 def factory(root: Path, ref: str, judge=None, name: str | None = None):
-    """A judge bot factory (``play_game``-ready) for a verified build."""
+    """A judge bot factory (``play_game``-ready) for a verified build; its compiled code is loaded from (or
+    written to) the build's folder, so each build is compiled once per judge configuration."""
     from bot.judge import default_judge
 
     b = verify(root, ref)
-    return (judge or default_judge()).factory(b.wasm(), name=name or b.name or b.id)
+    judge = judge or default_judge()
+    return judge.factory(b.wasm(), name=name or b.name or b.id, compiled=b.compiled_path(judge))

@@ -5,12 +5,18 @@
     match = play_judged_game(game_map, factory, random_bot, seed=7)   # play_game + points per turn
 
 Each dragon gets its own Store and instance for its whole life (memory persists between its turns
-and is shared with no one), created at its first turn. A turn: fuel := 100,000,000; (first turn
-only: instantiate, ``init(seed_lo, seed_hi)``); ``ptr = obs_buffer(len)``; the observation bytes are
-written at ptr; ``reply = act(len)``; 40 reply bytes are read and parsed. Points used = 100,000,000
-minus the fuel left. A trap, running out of fuel, a failed instantiation (memory above 48 MiB), a
-pointer out of bounds or a malformed reply returns ``Forfeit(reason)``: that dragon dies, the match
-goes on. The ABI: docs/bot-abi.md, bot/abi.py.
+and is shared with no one), created at its first turn. A turn: fuel := 100,000,000 and a wall-time
+deadline of 10 s (epoch interruption); (first turn only: instantiate, ``init(seed_lo, seed_hi)``);
+``ptr = obs_buffer(len)``; the observation bytes are written at ptr; ``reply = act(len)``; 40 reply bytes
+are read and parsed. Points used = 100,000,000 minus the fuel left. A trap, running out of fuel, the
+deadline, a failed instantiation, a pointer out of bounds or a malformed reply returns ``Forfeit(reason)``:
+that dragon dies, the match goes on.
+
+Registration (``Judge.load``) refuses, with a one-line reason, what the judge would not run: not a core
+WebAssembly binary, over the size, section or table limits, features the judge does not enable, imports
+other than the clock, exports the ABI does not define, a module that cannot be instantiated under the
+limits; it compiles in a child process bounded in time and memory (a million empty functions would
+take a minute and 6 GB). The ABI: docs/bot-abi.md, bot/abi.py.
 """
 
 from __future__ import annotations
@@ -18,16 +24,28 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import hashlib
+import json
+import math
 import os
+import re
+import subprocess
+import sys
 import tempfile
+import threading
+import time
+import weakref
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
 import wasmtime
+from wasmtime import _bindings as raw
 from wasmtime import _ffi as ffi
 
 from bot.abi import (
+    CLOCK_PRICE,
+    COMPILE_MEMORY,
+    COMPILE_SECONDS,
     EXPORT_TYPES,
     IMPORT_MODULE,
     IMPORT_NAME,
@@ -36,8 +54,16 @@ from bot.abi import (
     PAGE,
     POINTS_PER_TURN,
     REPLY_SIZE,
+    SECTION_LIMITS,
+    TABLE_LIMIT,
+    TOOLCHAIN_EXPORTS,
+    WALL_LIMIT,
+    WASM_MAGIC,
+    WASM_VERSION,
     ReplyError,
+    Sections,
     parse_reply,
+    read_sections,
 )
 from games.loong.actions import Action, Forfeit, Sonar
 from games.loong.bots import BotFactory, MatchResult, play_game
@@ -46,42 +72,103 @@ from games.loong.maps import LoongMap
 from games.loong.observation import Observation, encode
 
 MASK32 = 0xFFFFFFFF
+EPOCH_TICK = 0.01  # seconds between epoch increments: the deadline's resolution
+TABLE_ELEMENT_BYTES = 8  # wasmtime's funcref table element
+INSTANCE_OVERHEAD = 256 << 10  # bytes a dragon may cost beyond memory and table (Store, instance, Python); ~17 KiB
+# measured for the worst module the limits allow (benchmarks/judge_limits.py)
+ENABLED_FEATURES = "SIMD, relaxed SIMD, bulk memory, multi-value, reference types (funcref tables)"
 
 
 class BotRejected(ValueError):
     """A module the judge refuses to register; ``str(e)`` is the reason."""
 
 
-def make_engine(memory_limit: int = MEMORY_LIMIT, regalloc: str = "single_pass") -> wasmtime.Engine:
-    """One Engine: fuel metering, SIMD + relaxed SIMD (deterministic), small per-instance reservations.
+def engine_settings(memory_limit: int = MEMORY_LIMIT, regalloc: str = "single_pass",
+                    epoch_interruption: bool = False) -> dict:
+    """The Engine's configuration as data (``wasmtime.Config`` attribute, value), shared with the compile process.
+
+    On: fuel, SIMD, relaxed SIMD (deterministic), bulk memory (``-mbulk-memory``), multi-value, reference types
+    (clang 22 encodes ``call_indirect``'s table index as a 5-byte LEB, valid only with it), NaN canonicalisation.
+    Off: everything that adds host allocations or host work the fuel does not see: GC (and externref),
+    exceptions, threads and shared memory, multi-memory, memory64, tail calls, function references, stack
+    switching, wide arithmetic, custom page sizes, the component model."""
+    config = [
+        ("consume_fuel", True), ("epoch_interruption", epoch_interruption),
+        ("wasm_simd", True), ("wasm_relaxed_simd", True), ("wasm_relaxed_simd_deterministic", True),
+        ("wasm_bulk_memory", True), ("wasm_multi_value", True), ("wasm_reference_types", True),
+        ("wasm_threads", False), ("shared_memory", False), ("wasm_gc", False), ("gc_support", False),
+        ("wasm_function_references", False), ("wasm_exceptions", False), ("wasm_multi_memory", False),
+        ("wasm_memory64", False), ("wasm_tail_call", False), ("wasm_stack_switching", False),
+        ("wasm_wide_arithmetic", False), ("wasm_custom_page_sizes", False), ("wasm_component_model", False),
+        ("cranelift_nan_canonicalization", True),
+        ("memory_reservation", memory_limit + PAGE),  # never moves: the limiter stops growth below this
+        ("memory_guard_size", PAGE), ("memory_reservation_for_growth", 0), ("cranelift_opt_level", "speed"),
+    ]
+    return {"config": config, "cranelift": [("regalloc_algorithm", regalloc)] if regalloc else []}
+
+
+def _config(settings: dict) -> wasmtime.Config:
+    cfg = wasmtime.Config()
+    for key, value in settings["config"]:
+        setattr(cfg, key, value)
+    for key, value in settings["cranelift"]:
+        cfg.cranelift_flag_set(key, value)
+    return cfg
+
+
+def make_engine(memory_limit: int = MEMORY_LIMIT, regalloc: str = "single_pass",
+                epoch_interruption: bool = False) -> wasmtime.Engine:
+    """One Engine with the judge's features (``engine_settings``). The Judge turns ``epoch_interruption`` on
+    and sets a deadline on every Store; without one such an Engine traps at once, so it is off by default.
 
     ``regalloc="single_pass"`` (Cranelift's fast allocator) compiles the generated network code about 60x
     faster than the default backtracking allocator (3 s against 3 minutes for a stem and a trunk layer)
     and runs it no slower; fuel does not depend on it (it counts wasm operators, not machine code)."""
-    cfg = wasmtime.Config()
-    cfg.consume_fuel = True
-    cfg.wasm_simd = True
-    cfg.wasm_relaxed_simd = True
-    cfg.wasm_relaxed_simd_deterministic = True
-    cfg.wasm_threads = False
-    cfg.memory_reservation = memory_limit + PAGE  # never moves: the limiter stops growth below this
-    cfg.memory_guard_size = PAGE
-    cfg.memory_reservation_for_growth = 0
-    cfg.cranelift_opt_level = "speed"
-    if regalloc:
-        cfg.cranelift_flag_set("regalloc_algorithm", regalloc)
-    return wasmtime.Engine(cfg)
+    return wasmtime.Engine(_config(engine_settings(memory_limit, regalloc, epoch_interruption)))
 
 
-@dataclass(frozen=True)
-class LoadedModule:
-    """A checked, compiled module and its pre-linked instance template (shared by every dragon)."""
+class _Ticker:
+    """One daemon thread advancing the epoch of every live Judge's Engine each EPOCH_TICK (the deadline's clock).
 
-    sha256: str
-    size: int
-    module: wasmtime.Module
-    pre: wasmtime.InstancePre
-    memory_min_bytes: int
+    It stops when no judge is left and is restarted by the next one (and in a forked child, at its next turn)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.judges: weakref.WeakSet = weakref.WeakSet()
+        self.thread: threading.Thread | None = None
+
+    def add(self, judge: Judge) -> None:
+        with self.lock:
+            self.judges.add(judge)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="wasm-epoch-ticker", daemon=True)
+                self.thread.start()
+
+    def _run(self) -> None:
+        due = time.monotonic()
+        while True:  # on a schedule, not sleep after sleep: ticks do not drift, late ones are caught up
+            due += EPOCH_TICK
+            time.sleep(max(0.0, due - time.monotonic()))
+            with self.lock:
+                engines = [j.engine for j in self.judges]
+                if not engines:
+                    self.thread = None
+                    return
+            ticks = 1 + max(0, int((time.monotonic() - due) / EPOCH_TICK))
+            due += (ticks - 1) * EPOCH_TICK
+            for engine in engines:
+                for _ in range(ticks):
+                    engine.increment_epoch()
+            del engines
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()
+        self.thread = None
+
+
+_TICKER = _Ticker()
+os.register_at_fork(after_in_child=_TICKER.after_fork)
+_NO_FINALIZER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(0)
 
 
 def _fuel_left(ctx) -> int:
@@ -92,14 +179,51 @@ def _fuel_left(ctx) -> int:
     return out.value
 
 
-def _points_left(caller: wasmtime.Caller) -> int:
-    """The judge's only import: the fuel left this turn (the virtual clock)."""
-    return _fuel_left(caller._context())
+def _clock(price: int):
+    """The judge's only import, ``points_left``, as a raw wasmtime callback: charges ``price`` points (fuel), then
+    returns the fuel left (0 when the bot cannot pay; its next metered operator then runs out of fuel)."""
+    get_fuel, set_fuel, caller_context = raw._wasmtime_context_get_fuel, raw._wasmtime_context_set_fuel, \
+        raw._wasmtime_caller_context
+
+    def points_left(env, caller, args, nargs) -> int:
+        ctx = caller_context(caller)
+        fuel = ctypes.c_uint64(0)
+        get_fuel(ctx, ctypes.byref(fuel))
+        left = max(fuel.value - price, 0)
+        if price:
+            set_fuel(ctx, left)
+        args[0].i64 = left
+        return 0  # no trap
+
+    return ffi.wasmtime_func_unchecked_callback_t(points_left)
+
+
+_FRAME = re.compile(r"^\d+:\s+0x[0-9a-f]+ - ")
+_NUMBERED = re.compile(r"^\d+:\s*")
+_GENERIC = {"WebAssembly translation error", "failed to parse WebAssembly module"}
+
+
+def clean_message(e: BaseException | str) -> str:
+    """A wasmtime error in one line: its cause (the last line of 'Caused by:'), the causes before it in
+    parentheses; no backtrace, no '0:'/'1:' numbering, no 'wasm trap: ' prefix."""
+    text = e if isinstance(e, str) else str(e)
+    lines = [ln.strip() for ln in text.strip().splitlines()]
+    if "Caused by:" in lines:
+        lines = lines[lines.index("Caused by:") + 1:]
+    lines = [ln for ln in lines if ln and not _FRAME.match(ln) and not ln.startswith("error while executing at")]
+    causes = [_NUMBERED.sub("", ln).removeprefix("wasm trap: ") for ln in lines]
+    causes = [c for c in causes if c not in _GENERIC] or causes
+    if not causes:
+        return type(e).__name__ if not isinstance(e, str) else "unknown error"
+    main, rest = causes[-1], causes[:-1]
+    return (main + (f" ({'; '.join(rest)})" if rest else ""))[:300]
+
 
 
 def check_module(module: wasmtime.Module, size: int, module_limit: int = MODULE_LIMIT,
                  memory_limit: int = MEMORY_LIMIT) -> int:
-    """Raise BotRejected unless ``module`` follows the ABI; returns its memory's minimum size in bytes."""
+    """Raise BotRejected unless ``module``'s imports and ABI exports have the ABI's types; returns its memory's
+    minimum size in bytes."""
     if size > module_limit:
         raise BotRejected(f"module is {size:,} bytes, over the {module_limit:,}-byte limit")
     for imp in module.imports:
@@ -108,8 +232,7 @@ def check_module(module: wasmtime.Module, size: int, module_limit: int = MODULE_
             and [str(p) for p in ty.params] == [] and [str(r) for r in ty.results] == ["i64"]
         if not ok:
             kind = type(ty).__name__.replace("Type", "").lower()
-            raise BotRejected(f"module imports {kind} {imp.module}.{imp.name}; the judge provides only "
-                              f"{IMPORT_MODULE}.{IMPORT_NAME}: () -> i64 (no WASI, no other host access)")
+            raise BotRejected(_import_refusal(kind, imp.module, imp.name))
     exports = {e.name: e.type for e in module.exports}
     mem = exports.get("memory")
     if not isinstance(mem, wasmtime.MemoryType):
@@ -129,64 +252,266 @@ def check_module(module: wasmtime.Module, size: int, module_limit: int = MODULE_
     return min_bytes
 
 
+def _import_refusal(kind: str, module: str, name: str) -> str:
+    return (f"module imports {kind} {module}.{name}; the judge provides only "
+            f"{IMPORT_MODULE}.{IMPORT_NAME}: () -> i64 (no WASI, no other host access)")
+
+
+ALLOWED_EXPORTS = {"memory": "memory", **{name: "func" for name in EXPORT_TYPES}, **TOOLCHAIN_EXPORTS}
+
+
+def check_sections(sec: Sections, memory_limit: int = MEMORY_LIMIT, table_limit: int = TABLE_LIMIT) -> None:
+    """The judge's static limits on a validated module's sections (before it is compiled); raises BotRejected."""
+    for name, limit in SECTION_LIMITS.items():
+        n = sec.counts.get(name, 0)
+        if n > limit:
+            raise BotRejected(f"module has {n:,} {name}, over the {limit:,} limit")
+    for mod, name, kind in sec.imports:
+        if (mod, name, kind) != (IMPORT_MODULE, IMPORT_NAME, "func"):
+            raise BotRejected(_import_refusal(kind, mod, name))
+    if sec.start:
+        raise BotRejected("module has a start function; the ABI has none (the judge calls init)")
+    if len(sec.memories) != 1:
+        raise BotRejected(f"module defines {len(sec.memories)} memories; a bot has exactly one, exported as 'memory'")
+    min_bytes = sec.memories[0][0] * PAGE
+    if min_bytes > memory_limit:
+        raise BotRejected(f"module's memory starts at {min_bytes:,} bytes, over the {memory_limit:,}-byte limit")
+    if len(sec.tables) > 1:
+        raise BotRejected(f"module defines {len(sec.tables)} tables; the judge allows one")
+    if sec.tables and sec.tables[0][0] > table_limit:
+        raise BotRejected(f"module's table starts at {sec.tables[0][0]:,} elements, over the "
+                          f"{table_limit:,}-element limit")
+    for name, kind in sec.exports:
+        if name in ALLOWED_EXPORTS and ALLOWED_EXPORTS[name] != kind:
+            raise BotRejected(f"module exports {name!r} as a {kind}; the ABI's {name!r} is a {ALLOWED_EXPORTS[name]}")
+        if name not in ALLOWED_EXPORTS:
+            raise BotRejected(f"module exports {kind} {name!r}, which the ABI does not define (a bot exports memory, "
+                              f"init, obs_buffer and act; toolchains may add {', '.join(TOOLCHAIN_EXPORTS)})")
+    for i, (offset, length) in enumerate(sec.data or ()):
+        if offset is not None and offset + length > min_bytes:
+            raise BotRejected(f"data segment {i} (bytes {offset:,}..{offset + length:,}) lies past the end of "
+                              f"the {min_bytes:,}-byte initial memory")
+
+
+@dataclass(frozen=True)
+class LoadedModule:
+    """A checked, compiled module and its pre-linked instance template (shared by every dragon)."""
+
+    sha256: str
+    size: int
+    module: wasmtime.Module
+    pre: wasmtime.InstancePre
+    memory_min_bytes: int
+    sections: Sections | None = None
+
+
+# The compile process: bytes in, wasmtime's serialised code out, under an address-space limit; one thread,
+# so the limits mean the same on every host. Only wasmtime is imported (about 50 ms to start).
+_COMPILE_CHILD = """
+import json, resource, sys
+a = json.loads(sys.argv[1])
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+limit = a["memory"] if hard == resource.RLIM_INFINITY else min(hard, a["memory"])
+resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+import wasmtime
+cfg = wasmtime.Config()
+for k, v in a["config"]:
+    setattr(cfg, k, v)
+for k, v in a["cranelift"]:
+    cfg.cranelift_flag_set(k, v)
+cfg.parallel_compilation = False
+engine = wasmtime.Engine(cfg)
+with open(a["wasm"], "rb") as f:
+    data = f.read()
+try:
+    code = wasmtime.Module(engine, data).serialize()
+except wasmtime.WasmtimeError as e:
+    sys.stderr.write(str(e))
+    sys.exit(3)
+with open(a["out"], "wb") as f:
+    f.write(code)
+"""
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cwasm.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def worst_case_resident(dragons: int = 64, memory_limit: int = MEMORY_LIMIT, table_limit: int = TABLE_LIMIT) -> int:
+    """The judge's resident memory bound for ``dragons`` live dragons of one module (bytes, beyond the compiled
+    code): each one's linear memory at the limit, its table at the limit, and the instance overhead."""
+    return dragons * (memory_limit + table_limit * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD)
+
+
 class Judge:
     """One wasmtime Engine and Linker for all bots, and a cache of compiled modules by sha256."""
 
     def __init__(self, points_per_turn: int = POINTS_PER_TURN, memory_limit: int = MEMORY_LIMIT,
                  module_limit: int = MODULE_LIMIT, regalloc: str = "single_pass",
-                 compiled_cache: Path | None = None) -> None:
+                 compiled_cache: Path | None = None, *, table_limit: int = TABLE_LIMIT,
+                 wall_limit: float = WALL_LIMIT, clock_price: int = CLOCK_PRICE,
+                 compile_seconds: float = COMPILE_SECONDS, compile_memory: int = COMPILE_MEMORY) -> None:
         """``compiled_cache``: a folder for wasmtime's compiled code (``<sha256>-<engine tag>.cwasm``), so a
         large module (the network bots: seconds of Cranelift) is compiled once per machine, not per process.
-        Only point it at a folder this project alone writes: compiled code is trusted when loaded."""
+        Only point it at a folder this project alone writes: compiled code is trusted when loaded.
+        ``wall_limit``: seconds a turn (the epoch deadline); ``clock_price``: points a call of the clock costs;
+        ``compile_seconds`` / ``compile_memory``: the compile process's wall time and address space."""
         self.points_per_turn = points_per_turn
         self.memory_limit = memory_limit
         self.module_limit = module_limit
-        self.engine = make_engine(memory_limit, regalloc)
+        self.table_limit = table_limit
+        self.wall_limit = wall_limit
+        # +1: the current tick is partly gone when a turn starts, so a turn gets wall_limit .. wall_limit + one tick
+        self.deadline_ticks = math.ceil(wall_limit / EPOCH_TICK - 1e-9) + 1
+        self.clock_price = clock_price
+        self.compile_seconds = compile_seconds
+        self.compile_memory = compile_memory
+        self.settings = engine_settings(memory_limit, regalloc, epoch_interruption=True)
+        self.engine = wasmtime.Engine(_config(self.settings))
         self.compiled_cache = Path(compiled_cache) if compiled_cache else None
-        tag = f"wasmtime {version('wasmtime')} {memory_limit} {regalloc} relaxed-deterministic fuel"
+        tag = f"wasmtime {version('wasmtime')} {json.dumps(self.settings, sort_keys=True)}"
         self.engine_tag = hashlib.sha256(tag.encode()).hexdigest()[:12]
         self.linker = wasmtime.Linker(self.engine)
-        self.linker.define_func(IMPORT_MODULE, IMPORT_NAME, wasmtime.FuncType([], [wasmtime.ValType.i64()]),
-                                _points_left, access_caller=True)
+        self._clock = _clock(clock_price)  # kept alive: the linker holds its address
+        m, n = IMPORT_MODULE.encode(), IMPORT_NAME.encode()
+        clock_type = wasmtime.FuncType([], [wasmtime.ValType.i64()])  # alive until the linker has copied it
+        err = ffi.wasmtime_linker_define_func_unchecked(
+            self.linker.ptr(), ctypes.create_string_buffer(m), len(m), ctypes.create_string_buffer(n), len(n),
+            clock_type.ptr(), self._clock, None, _NO_FINALIZER)
+        if err:
+            raise wasmtime.WasmtimeError._from_ptr(err)
         self._cache: dict[str, LoadedModule] = {}
+        self._plain: wasmtime.Engine | None = None  # every feature on: tells corrupt bytes from refused features
+        _TICKER.add(self)
 
-    def load(self, wasm: bytes | str | Path) -> LoadedModule:
-        """Check and compile a module (cached by content). Raises BotRejected with the reason."""
-        data = Path(wasm).read_bytes() if isinstance(wasm, str | Path) else bytes(wasm)
+    def new_store(self) -> wasmtime.Store:
+        """A Store under the judge's limits, with a turn's fuel and the wall-time deadline set."""
+        store = wasmtime.Store(self.engine)
+        store.set_limits(memory_size=self.memory_limit, table_elements=self.table_limit, instances=1, tables=1,
+                         memories=1)
+        store.set_fuel(self.points_per_turn)
+        store.set_epoch_deadline(self.deadline_ticks)
+        return store
+
+    def _read(self, wasm: bytes | str | Path) -> bytes:
+        if not isinstance(wasm, str | Path):
+            return bytes(wasm)
+        path = Path(wasm)
+        try:
+            size = path.stat().st_size
+            if size > self.module_limit:
+                raise BotRejected(f"module is {size:,} bytes, over the {self.module_limit:,}-byte limit")
+            return path.read_bytes()
+        except OSError as e:
+            raise BotRejected(f"cannot read {path}: {e.strerror or e}") from None
+
+    def check_bytes(self, data: bytes) -> Sections:
+        """Every check made before compiling: size, binary format, features, static limits. Raises BotRejected."""
+        if len(data) > self.module_limit:
+            raise BotRejected(f"module is {len(data):,} bytes, over the {self.module_limit:,}-byte limit")
+        if not data.startswith(WASM_MAGIC):
+            what = "an empty file" if not data else \
+                "WebAssembly text, compile it to a .wasm binary first" if data.lstrip()[:1] == b"(" else \
+                f"it starts with {data[:8]!r}, not {WASM_MAGIC!r}"
+            raise BotRejected(f"not a WebAssembly binary ({what})")
+        if data[4:8] != WASM_VERSION:
+            raise BotRejected(f"not a WebAssembly binary the judge runs (version field {data[4:8].hex()}: "
+                              f"a component or another format; the judge takes core modules, version 1)")
+        try:
+            wasmtime.Module.validate(self.engine, data)
+        except wasmtime.WasmtimeError as e:
+            if self._plain is None:
+                self._plain = wasmtime.Engine()
+            try:
+                wasmtime.Module.validate(self._plain, data)
+            except wasmtime.WasmtimeError:
+                raise BotRejected(f"not a WebAssembly binary: {clean_message(e)}") from None
+            raise BotRejected(f"module uses a WebAssembly feature the judge does not enable: {clean_message(e)} "
+                              f"(enabled: {ENABLED_FEATURES})") from None
+        try:
+            sections = read_sections(data)
+        except ValueError as e:
+            raise BotRejected(f"not a WebAssembly binary: {e}") from None
+        check_sections(sections, self.memory_limit, self.table_limit)
+        return sections
+
+    def load(self, wasm: bytes | str | Path, compiled: Path | None = None) -> LoadedModule:
+        """Check and compile a module (cached by content). Raises BotRejected with the reason.
+
+        ``compiled``: a file for this module's compiled code (a build's folder): loaded when it is there, written
+        when not. Compiled code is trusted when loaded: only name files this project alone writes."""
+        data = self._read(wasm)
         digest = hashlib.sha256(data).hexdigest()
         hit = self._cache.get(digest)
         if hit is not None:
+            if compiled is not None and not Path(compiled).exists():
+                _write_atomic(Path(compiled), hit.module.serialize())
             return hit
-        if len(data) > self.module_limit:  # before compiling anything
-            raise BotRejected(f"module is {len(data):,} bytes, over the {self.module_limit:,}-byte limit")
-        module = self._compile(data, digest)
+        sections = self.check_bytes(data)
+        module = self._compile(data, digest, Path(compiled) if compiled is not None else None)
         min_bytes = check_module(module, len(data), self.module_limit, self.memory_limit)
-        loaded = LoadedModule(digest, len(data), module, self.linker.instantiate_pre(module), min_bytes)
+        pre = self.linker.instantiate_pre(module)
+        try:  # once, in a scratch store: what cannot be instantiated under the limits is refused now
+            pre.instantiate(self.new_store())
+        except (wasmtime.WasmtimeError, wasmtime.Trap) as e:
+            raise BotRejected(f"module cannot be instantiated under the judge's limits: {clean_message(e)}") from None
+        loaded = LoadedModule(digest, len(data), module, pre, min_bytes, sections)
         self._cache[digest] = loaded
         return loaded
 
-    def _compile(self, data: bytes, digest: str) -> wasmtime.Module:
-        cached = self.compiled_cache / f"{digest}-{self.engine_tag}.cwasm" if self.compiled_cache else None
-        if cached is not None and cached.exists():
-            try:
-                return wasmtime.Module.deserialize_file(self.engine, str(cached))
-            except wasmtime.WasmtimeError:
-                pass  # stale or foreign: compile again and overwrite
+    def _compile(self, data: bytes, digest: str, compiled: Path | None) -> wasmtime.Module:
+        paths = [p for p in (compiled, self.compiled_cache / f"{digest}-{self.engine_tag}.cwasm"
+                             if self.compiled_cache else None) if p is not None]
+        for p in paths:
+            if p.exists():
+                try:
+                    module = wasmtime.Module.deserialize_file(self.engine, str(p))
+                except wasmtime.WasmtimeError:
+                    continue  # stale or foreign: compile again and overwrite
+                for other in paths:
+                    if other != p and not other.exists():
+                        _write_atomic(other, module.serialize())
+                return module
+        code = self.compile_isolated(data)
+        for p in paths:
+            _write_atomic(p, code)
         try:
-            module = wasmtime.Module(self.engine, data)
-        except wasmtime.WasmtimeError as e:
-            raise BotRejected(f"not a valid WebAssembly module for this judge: {_first_line(e)}") from None
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=cached.parent, prefix=".cwasm.")
-            with os.fdopen(fd, "wb") as f:
-                f.write(module.serialize())
-            os.replace(tmp, cached)
-        return module
+            return wasmtime.Module.deserialize(self.engine, code)
+        except wasmtime.WasmtimeError as e:  # the child's Engine differs from ours: the judge's bug, not the bot's
+            raise RuntimeError(f"the compile process's output does not load in this judge: {clean_message(e)}") from e
 
-    def factory(self, wasm: bytes | str | Path, name: str | None = None) -> WasmBotFactory:
+    def compile_isolated(self, data: bytes) -> bytes:
+        """wasmtime's serialised code for ``data``, compiled in a child process of this interpreter, on one thread,
+        within ``compile_seconds`` of wall time and ``compile_memory`` bytes of address space (else BotRejected)."""
+        with tempfile.TemporaryDirectory(prefix="arena-compile-") as tmp:
+            src, out = Path(tmp) / "module.wasm", Path(tmp) / "module.cwasm"
+            src.write_bytes(data)
+            args = {"wasm": str(src), "out": str(out), "memory": self.compile_memory, **self.settings}
+            try:
+                r = subprocess.run([sys.executable, "-I", "-c", _COMPILE_CHILD, json.dumps(args)],
+                                   capture_output=True, text=True, timeout=self.compile_seconds)
+            except subprocess.TimeoutExpired:
+                raise BotRejected(f"compiling the module took over {self.compile_seconds:g} s "
+                                  f"(the judge's limit)") from None
+            err = r.stderr or ""
+            if r.returncode != 0:
+                if "memory allocation" in err or "MemoryError" in err or "Cannot allocate memory" in err:
+                    raise BotRejected(f"compiling the module needed over {self.compile_memory >> 20:,} MiB "
+                                      f"(the judge's limit)")
+                if r.returncode == 3:
+                    raise BotRejected(f"not a valid WebAssembly module for this judge: {clean_message(err)}")
+                raise BotRejected(f"compiling the module failed (exit status {r.returncode}): "
+                                  f"{clean_message(err) if err.strip() else 'no message'}")
+            return out.read_bytes()
+
+    def factory(self, wasm: bytes | str | Path, name: str | None = None,
+                compiled: Path | None = None) -> WasmBotFactory:
         """A ``factory(dragon_id, team, seed) -> bot`` for ``play_game``; refuses bad modules now."""
-        loaded = self.load(wasm)
+        loaded = self.load(wasm, compiled)
         return WasmBotFactory(self, loaded, name or f"wasm-{loaded.sha256[:12]}")
 
 
@@ -251,10 +576,7 @@ class WasmBot:
         self.last_points = 0
 
     def _start(self) -> None:
-        judge = self.factory.judge
-        store = wasmtime.Store(judge.engine)
-        store.set_limits(memory_size=judge.memory_limit, instances=1, tables=1, memories=1)
-        store.set_fuel(judge.points_per_turn)
+        store = self.factory.judge.new_store()  # fuel and the deadline cover instantiation and init too
         self.store, self._ctx = store, store._context()
         instance = self.factory.loaded.pre.instantiate(store)
         ex = instance.exports(store)
@@ -279,20 +601,26 @@ class WasmBot:
     def act(self, obs: Observation) -> tuple[Action, Sonar | None]:
         if self.dead is not None:
             return Forfeit(self.dead), None
-        points = self.factory.judge.points_per_turn
-        reason = None
+        judge = self.factory.judge
+        points = judge.points_per_turn
+        reason, whole = None, False
+        if _TICKER.thread is None:  # a forked child, or every judge had gone: restart the deadline's clock
+            _TICKER.add(judge)
         try:
             action, sonar = self._turn(obs, points)
         except wasmtime.Trap as e:
             if e.trap_code == wasmtime.TrapCode.OUT_OF_FUEL:
                 reason = f"wasm bot ran out of points ({points:,} a turn)"
+            elif e.trap_code == wasmtime.TrapCode.INTERRUPT:
+                reason, whole = f"wasm bot exceeded the {judge.wall_limit:g} s wall-time limit a turn", True
             else:
-                reason = f"wasm bot trapped: {_first_line(e).removeprefix('wasm trap: ')}"
+                reason = f"wasm bot trapped: {clean_message(e)}"
         except ReplyError as e:
             reason = f"wasm bot: {e}"
         except wasmtime.WasmtimeError as e:  # e.g. instantiation over the memory limit
-            reason = f"wasm bot failed: {_first_line(e)}"
-        used = points - _fuel_left(self._ctx) if self.store is not None else 0
+            reason = f"wasm bot failed: {clean_message(e)}"
+        # past the deadline the fuel left depends on the host's speed: record the whole allowance instead
+        used = points if whole else (points - _fuel_left(self._ctx) if self.store is not None else 0)
         self.last_points = used
         self.turn_points.append(used)
         self.factory.points[(obs.round, obs.dragon_id)] = used
@@ -306,9 +634,10 @@ class WasmBot:
         if self.store is None:
             self._start()
         else:
-            err = ffi.wasmtime_context_set_fuel(self._ctx, points)
+            err = raw._wasmtime_context_set_fuel(self._ctx, points)
             if err:
                 raise wasmtime.WasmtimeError._from_ptr(err)
+            raw._wasmtime_context_set_epoch_deadline(self._ctx, self.factory.judge.deadline_ticks)
         data = encode(obs)
         n = len(data)
         ptr = self._obs_buffer(self._ctx, n)
@@ -322,13 +651,6 @@ class WasmBot:
     def memory_bytes(self) -> int:
         """Current linear memory size (0 before the first turn or after death)."""
         return 0 if self.store is None else self._view()[1]
-
-
-def _first_line(e: BaseException) -> str:
-    """The cause of a wasmtime error in one line (its last line: 'wasm trap: ...' for traps)."""
-    text = str(getattr(e, "message", None) or e).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else type(e).__name__
 
 
 def attach_points(match: MatchResult, factories: tuple) -> MatchResult:

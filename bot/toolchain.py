@@ -5,8 +5,8 @@
 
 Flags: freestanding wasm32, -O2, C23 (``#embed``), SIMD128 and relaxed SIMD on, no libc, no entry
 point, no debug info; exported: functions marked ``export_name`` (the ABI, loong_bot.h), those named in
-``exports`` (symbol names), and ``memory``. ``bot/c`` is on the include
-path, so bots ``#include "loong_bot.h"``.
+``exports`` (symbol names; for ``NetModule`` and tests: the judge refuses a bot with exports the ABI does
+not define), and ``memory``. ``bot/c`` is on the include path, so bots ``#include "loong_bot.h"``.
 """
 
 from __future__ import annotations

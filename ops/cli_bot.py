@@ -17,12 +17,12 @@ import json
 import re
 from pathlib import Path
 
-from bot.builds import STORE_SUBPATH, BuildError, build_from_source, list_builds, verify
+from bot.abi import WASM_MAGIC
+from bot.builds import STORE_SUBPATH, BuildError, build_from_source, list_builds, read_wasm_file, verify
 from bot.builds import register as register_build
 from bot.toolchain import CompileError
 from ops.store import ArtifactStore
 
-WASM_MAGIC = b"\0asm"
 ROOT_HELP = "build store (default: ARENA_HOME/artifacts/loong/builds)"
 
 
@@ -88,13 +88,9 @@ def cmd_bot_build(args: argparse.Namespace) -> int:
 
 def cmd_bot_register(args: argparse.Namespace) -> int:
     path = Path(args.wasm)
-    if not path.is_file():
-        raise BuildError(f"{path}: no such file")
-    if not path.read_bytes().startswith(WASM_MAGIC):
-        hint = " (C sources are compiled with `arena bot build`)" if path.suffix in (".c", ".h") else ""
-        raise BuildError(f"{path}: not a WebAssembly binary{hint}")
+    data = read_wasm_file(path)  # BuildError naming the file: missing, too large, not a WebAssembly binary
     try:
-        b = register_build(_root(args), path, name=args.name, network_version=args.network_version)
+        b = register_build(_root(args), data, name=args.name, network_version=args.network_version)
     except ValueError as e:  # BuildError, BotRejected: the judge's reason
         raise BuildError(f"{path}: {e}") from None
     _print_build(b, args.json)

@@ -71,7 +71,8 @@ def test_cli_builds_registers_and_prints_the_id(tmp_path, capsys):
     bad = tmp_path / "bad.c"
     bad.write_text("int main(void) { return syntax error; }\n")
     assert main(["bot", "build", str(bad), "--root", str(root)]) == 2
-    assert "compiling" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "bad.c" in err and "compile" in err and "Traceback" not in err
 
 
 def test_source_hash_covers_headers_and_embedded_files(tmp_path):
