@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from games.celldiv.players import HARD_WEIGHTS, MEDIUM_WEIGHTS, LinearPlayer, SwitchingPlayer
+from games.celldiv.players import HARD_WEIGHTS, MEDIUM_WEIGHTS, LinearPlayer, SwitchingPlayer, linear_scores
 
 NUM_WEIGHTS = 13  # features 0..12; feature 13 (game_progress) only drives the switch
 PROGRESS = 13
@@ -135,8 +135,9 @@ def make_net(model: str, *, init: str = "random", seed: int = 0, init_scale: flo
 
 def scores_np(weights: np.ndarray, feats: np.ndarray) -> np.ndarray:
     """Numpy twin of ``.scores`` for one position: ``weights [13]`` (linear) or ``[2, 13]``
-    (switching: early, late), ``feats [K, 14]`` -> ``[K]``. Same arithmetic as the players."""
+    (switching: early, late), ``feats [K, 14]`` -> ``[K]``. The players' own arithmetic (players.linear_scores):
+    identical feature rows score identically, so a greedy choice breaks exact ties to the lowest index."""
     if weights.ndim == 1:
-        return feats[:, :NUM_WEIGHTS] @ weights
+        return linear_scores(feats, weights)
     gp = feats[0, PROGRESS] if len(feats) else 0.0
-    return feats[:, :NUM_WEIGHTS] @ (weights[0] * (1 - gp) + weights[1] * gp)
+    return linear_scores(feats, weights[0] * (1 - gp) + weights[1] * gp)

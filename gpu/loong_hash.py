@@ -13,7 +13,9 @@ import struct
 import numpy as np
 import torch
 
-from games.loong.engine import HASH_VERSION
+from games.loong.engine import ECHO_COUNT, HASH_NO_HEADING, HASH_VERSION
+from games.loong.maps import NO_HEADING
+from games.loong.rng import MASK64
 
 FIELDS = ("round", "next_id", "result", "lane_map", "cd", "pearl", "id_team", "id_head", "sid", "steam", "hpos",
           "slen", "shead", "echo", "inbox_n")
@@ -45,18 +47,23 @@ def lane_bytes(sim, snap: dict[str, np.ndarray], j: int) -> bytes:
         s = slot_of.get(i)
         if s is None:
             heading = int(snap["id_head"][j, i])
-            out.append(struct.pack("<IBBBHH5I", i, team, 0, 255 if heading < 0 else heading, 0, 0, 0, 0, 0, 0, 0))
+            out.append(struct.pack(f"<IBBBHH{ECHO_COUNT}I", i, team, 0, _heading_byte(heading), 0, 0,
+                                   *[0] * ECHO_COUNT))
             continue
         L, hp = int(snap["slen"][j, s]), int(snap["hpos"][j, s])
         body = snap["ring"][j, s, (hp - np.arange(L)) % R].astype("<u2")
         heading = int(snap["shead"][j, s])
-        out.append(struct.pack("<IBBBH", i, team, 1, 255 if heading < 0 else heading, L) + body.tobytes())
+        out.append(struct.pack("<IBBBH", i, team, 1, _heading_byte(heading), L) + body.tobytes())
         n = int(snap["inbox_n"][j, s])
         out.append(struct.pack("<H", n))
         for v, a in zip(snap["inbox_v"][j, s, :n].tolist(), snap["inbox_d"][j, s, :n].tolist()):
-            out.append(struct.pack("<QB", v & 0xFFFFFFFFFFFFFFFF, a))
-        out.append(struct.pack("<5I", *snap["echo"][j, s].tolist()))
+            out.append(struct.pack("<QB", v & MASK64, a))
+        out.append(struct.pack(f"<{ECHO_COUNT}I", *snap["echo"][j, s].tolist()))
     return b"".join(out)
+
+
+def _heading_byte(heading: int) -> int:
+    return HASH_NO_HEADING if heading == NO_HEADING else heading
 
 
 def lane_hashes(sim, lanes: torch.Tensor) -> list[str]:

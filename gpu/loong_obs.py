@@ -12,7 +12,10 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from games.loong.maps import KELP, PORTAL
+from games.loong.actions import MAX_TEAM
+from games.loong.engine import ECHO_COUNT
+from games.loong.maps import KELP, MAX_PERIOD, MAX_SIDE, PORTAL
+from games.loong.observation import WINDOW
 from gpu.kernels.loong_window import window_gather
 from gpu.loong_sim import PEARL, gat
 from gpu.loong_tables import (
@@ -23,7 +26,6 @@ from gpu.loong_tables import (
     HEADC,
     INBOX_N,
     LOCAL_CHANNELS,
-    MAX_TEAM,
     NTURN,
     SHEAD,
     SLEN,
@@ -32,7 +34,6 @@ from gpu.loong_tables import (
     STEP_UNSEEN,
     TAILC,
     TEAM,
-    WINDOW,
     mix64,
     unpack_step,
 )
@@ -57,7 +58,7 @@ class LoongObs:
     local: torch.Tensor  # [n, LOCAL_CHANNELS, 7, 7] float32
     vector: torch.Tensor  # [n, VECTOR_SIZE] float32
     safe: torch.Tensor  # [n, 4] bool: MOVE d does not look fatal from the window (bots.looks_safe)
-    echoes: torch.Tensor  # [n, 5]
+    echoes: torch.Tensor  # [n, ECHO_COUNT]
     inbox_n: torch.Tensor  # [n]
     inbox_v: torch.Tensor  # [n, IB] int64 (uint64 bits), arrival order; entries >= inbox_n are 0 ([n, 0]
     inbox_d: torch.Tensor  # [n, IB] int64 arrival direction                    when planes=False)
@@ -98,7 +99,7 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
         # because the observation's fields are views a policy could change in place
         sim.turn_cache = (sim.version, fa, row.clone(), dragon_id.clone(), *ahead)
     living = gat(sim.living, lane * 2 + team)
-    echoes, inbox_n = row[:, ECHO: ECHO + 5], cols[INBOX_N]
+    echoes, inbox_n = row[:, ECHO: ECHO + ECHO_COUNT], cols[INBOX_N]
     rng = cols[DSEED] + cols[NTURN] * GOLDEN
     n = lane.shape[0]
     if planes:
@@ -129,7 +130,7 @@ def _local_planes(sim, lane, slot, team, key) -> torch.Tensor:
     n = lane.shape[0]
     cells = t["window"].index_select(0, key)  # [n, 49]
     occ_w, pearl_w = window_gather(sim.occ, cells, lane, backend=sim.backend)
-    cd = _countdowns(sim, lane, (key - key % sim.N)[:, None] + cells) / 40.0
+    cd = _countdowns(sim, lane, (key - key % sim.N)[:, None] + cells) / float(MAX_PERIOD)
     dyn = _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells).float()
     out = torch.cat([t["static_win"].index_select(0, key), cd[:, None], dyn], 1)  # contiguous pieces: one pass
     return out.view(n, LOCAL_CHANNELS, WINDOW, WINDOW)
@@ -192,7 +193,7 @@ def _vector(sim, lane, dragon_id, team, living, L, head, heading, echoes, inbox_
     n = lane.shape[0]
     out = torch.empty(n, VECTOR_SIZE, device=sim.device)
     out[:, 0] = gat(sim.round, lane) / sim.max_rounds
-    out[:, 1], out[:, 2] = sim.W / 64, sim.H / 64
+    out[:, 1], out[:, 2] = sim.W / MAX_SIDE, sim.H / MAX_SIDE
     out[:, 3], out[:, 4] = team, dragon_id < 2
     out[:, 5], out[:, 6] = living / MAX_TEAM, L / 64
     out[:, 7:12] = 0
@@ -216,7 +217,7 @@ def full_planes(sim, lane: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
     keys = mi[:, None] * N + torch.arange(N, device=dev)
     static = t["static"][keys]
     cells = torch.arange(N, device=dev).expand(n, N).contiguous()
-    static[..., 10] = _countdowns(sim, lane, keys) / 40.0
+    static[..., 10] = _countdowns(sim, lane, keys) / float(MAX_PERIOD)
     occ_c, pearl_c = window_gather(sim.occ, cells, lane, backend="torch")
     fa = slot * sim.B + lane
     team = gat(sim.tab, fa * FIELDS + TEAM)

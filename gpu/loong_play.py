@@ -19,7 +19,7 @@ import torch
 
 from games.loong.actions import Forfeit
 from games.loong.bots import MatchResult, TurnRecord
-from games.loong.engine import GameResult
+from games.loong.engine import MAX_ROUNDS, GameResult
 from games.loong.maps import LoongMap
 from gpu.loong_obs import LoongObs, observe, same_inputs
 from gpu.loong_sim import (
@@ -120,7 +120,7 @@ def play_batched_games(
     policies: Policy | tuple[Policy, Policy],
     seeds: Sequence[int],
     *,
-    max_rounds: int = 500,
+    max_rounds: int = MAX_ROUNDS,
     batch_size: int | None = None,
     device: str | torch.device = "cpu",
     bot_names: tuple[str, str] | None = None,

@@ -19,7 +19,7 @@ import torch
 
 from gpu.loong_obs import LoongObs
 from gpu.loong_sim import DEFAULT_SPRINT_CAP, FORFEIT, MOVE, SPLIT, SPRINT, Turn
-from gpu.loong_tables import GOLDEN, mix64
+from gpu.loong_tables import GOLDEN, free_steps_of, mix64
 
 
 def draws(rng: torch.Tensor, k: int) -> list[torch.Tensor]:
@@ -109,7 +109,7 @@ class ChaosPolicy:
         first = pick(obs.safe, u[1])
         act[:, 0], act[:, 1] = MOVE, first
         sprint = r < p_sprint
-        hi = torch.minimum((L + 3) // 4 + L, torch.full_like(L, cap))  # inclusive; F + L is invalid
+        hi = torch.minimum(free_steps_of(L) + L, torch.full_like(L, cap))  # inclusive; F + L is invalid
         k = 2 + below(u[2], (hi - 1).clamp(min=1))
         steps = torch.stack([torch.where(unit(v) < 0.8, first, below(v, torch.full_like(L, 4)))
                              for v in draws(u[3], cap)], 1)

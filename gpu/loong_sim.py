@@ -59,11 +59,13 @@ from typing import NamedTuple
 
 import torch
 
-from games.loong.actions import Action, Forfeit, Move, Split, Sprint, check_action
-from games.loong.engine import Game
+from games.loong.actions import MAX_TEAM, Action, Forfeit, Move, Split, Sprint, check_action
+from games.loong.engine import ECHO_ALLY_BODY, ECHO_ALLY_HEAD, ECHO_COUNT, ECHO_ENEMY_BODY, ECHO_KELP, MAX_ROUNDS, Game
 from games.loong.maps import NO_HEADING, LoongMap
+from games.loong.rng import MASK64
 from gpu.kernels.loong_move import decode_move, resolve_move
 from gpu.kernels.loong_raycast import raycast
+from gpu.loong_hash import lane_hashes
 from gpu.loong_tables import (
     DSEED,
     ECHO,
@@ -72,7 +74,6 @@ from gpu.loong_tables import (
     HEADC,
     HPOS,
     INBOX_N,
-    MAX_TEAM,
     NTURN,
     SHEAD,
     SLEN,
@@ -80,6 +81,7 @@ from gpu.loong_tables import (
     TAILC,
     TEAM,
     MapBank,
+    free_steps_of,
     mix64,
 )
 
@@ -88,10 +90,8 @@ RUNNING, WON0, WON1, DRAW = 0, 1, 2, 3
 NO_REASON, ELIMINATION, ROUND_LIMIT = 0, 1, 2
 # Causes of an actor's death, as recorded per step (strings as the reference engine words them).
 ALIVE, C_KELP, C_HEADON, C_SELF, C_OTHER, C_INVALID = range(6)
-ECHO_KELP, ECHO_ALLY_BODY, ECHO_ALLY_HEAD, ECHO_ENEMY_BODY, ECHO_ENEMY_HEAD = range(5)
 DEFAULT_SPRINT_CAP = 8
 DEFAULT_INBOX = 32
-MASK64 = (1 << 64) - 1
 _NO_ID = 1 << 60  # larger than every id: "no candidate" in the min-id searches
 EMPTY, PEARL = -1, -2  # occupancy values of a cell without a segment
 
@@ -133,7 +133,7 @@ class LoongSim:
         maps: Sequence[LoongMap],
         *,
         seeds: Sequence[int] | None = None,
-        max_rounds: int = 500,
+        max_rounds: int = MAX_ROUNDS,
         device: str | torch.device = "cpu",
         ring: int | None = None,
         inbox: int = DEFAULT_INBOX,
@@ -353,7 +353,7 @@ class LoongSim:
         self.sid_t[slot, b] = d.id
         row[TEAM], row[SHEAD] = d.team, d.heading
         row[SLEN], row[HPOS], row[HEADC], row[TAILC] = len(body), len(body) - 1, body[0], body[-1]
-        row[ECHO: ECHO + 5] = torch.as_tensor(d.echoes, device=dev)
+        row[ECHO: ECHO + ECHO_COUNT] = torch.as_tensor(d.echoes, device=dev)
         row[INBOX_N] = len(d.inbox)
         self.ring_t[slot, b, : len(body)] = torch.as_tensor(body[::-1], dtype=torch.int16, device=dev)
         self.occ[b, torch.as_tensor(body, device=dev)] = slot
@@ -441,7 +441,6 @@ class LoongSim:
         if self.record_hashes or self.on_round_end is not None:
             idx = ended.nonzero()[:, 0]
             if self.record_hashes:
-                from gpu.loong_hash import lane_hashes
                 for b, h in zip(idx.tolist(), lane_hashes(self, idx)):
                     self.hashes[b].append(h)
             if self.on_round_end is not None:
@@ -585,7 +584,7 @@ class LoongSim:
         dirs = act[:, 2: 2 + self.cap]
         j = torch.arange(self.cap, device=self.device)
         dirs_ok = (((dirs >= 0) & (dirs < 4)) | (j[None] >= arg[:, None])).all(1)
-        free = (length + 3) // 4
+        free = free_steps_of(length)
         v_sprint = (kind == SPRINT) & (arg >= 2) & (arg <= free + length - 1) & (arg <= self.cap) & dirs_ok
         v_split = (kind == SPLIT) & (arg >= 1) & (arg <= length - 1) & (living_team < MAX_TEAM)
         return v_sprint, v_split
@@ -599,7 +598,7 @@ class LoongSim:
             return
         nsteps = torch.where(active & v_move, 1, torch.where(active & v_sprint, act[:, 1], 0))
         kmax = int(nsteps.max())
-        free = (length0 + 3) // 4
+        free = free_steps_of(length0)
         self._kill(invalid, a)
         for i in range(kmax):
             if i == 0:
@@ -768,7 +767,8 @@ class LoongSim:
             flat.index_add_(0, fr * F + INBOX_N, hit.long())
             is_head = rrow[:, HEADC] == cell
             enemy = rrow[:, TEAM] != team
-            kind = torch.where(hit, 1 + is_head.long() + 2 * enemy.long(), ECHO_KELP)
+            kind = torch.where(hit, ECHO_ALLY_BODY + (ECHO_ALLY_HEAD - ECHO_ALLY_BODY) * is_head.long()
+                               + (ECHO_ENEMY_BODY - ECHO_ALLY_BODY) * enemy.long(), ECHO_KELP)
             flat.index_add_(0, fa * F + ECHO + kind, (hit | (md & kelp)).long())
 
     def _eliminate(self, active: torch.Tensor) -> None:
@@ -784,10 +784,11 @@ class LoongSim:
 
 
 # Field lists written together (moved to the simulator's device as ``self._cols[name]``).
-_COLS = {"turn": [INBOX_N] + list(range(ECHO, ECHO + 5)),  # cleared when a dragon's turn begins
-         "death": [SLEN, INBOX_N] + list(range(ECHO, ECHO + 5)),  # cleared when it dies (and its id -1)
+_ECHOES = list(range(ECHO, ECHO + ECHO_COUNT))
+_COLS = {"turn": [INBOX_N] + _ECHOES,  # cleared when a dragon's turn begins
+         "death": [SLEN, INBOX_N] + _ECHOES,  # cleared when it dies (and its id -1)
          "moved": [HPOS, SLEN, SHEAD, HEADC, TAILC],
-         "moved_turn": [HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N] + list(range(ECHO, ECHO + 5)),
+         "moved_turn": [HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N] + _ECHOES,
          "len_tail": [SLEN, TAILC]}
 
 
@@ -868,13 +869,3 @@ def death_cause(code: int, other: int) -> str | None:
     """The reference engine's wording of an actor's death (C_INVALID is worded by its Forfeit)."""
     return {ALIVE: None, C_KELP: "crossed kelp", C_HEADON: f"head-on with dragon {other}",
             C_SELF: "ran into itself", C_OTHER: f"ran into dragon {other}"}.get(code)
-
-
-
-def __getattr__(name: str):
-    """``play_batched_games`` lives in gpu.loong_play (it needs observations and policies); also here."""
-    if name == "play_batched_games":
-        from gpu.loong_play import play_batched_games
-
-        return play_batched_games
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,16 +17,17 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from games.loong.engine import ray_path
-from games.loong.maps import KELP, PORTAL, LoongMap
+from games.loong import rng
+from games.loong.actions import MAX_TEAM, free_steps
+from games.loong.engine import ECHO_COUNT, ray_path
+from games.loong.maps import KELP, MAX_PERIOD, MAX_SIDE, PORTAL, LoongMap
+from games.loong.observation import HALF, WINDOW
 
-WINDOW = 7
-HALF = 3
-MAX_TEAM = 64
-SLOTS = 2 * MAX_TEAM  # living dragons per lane can never exceed this (64 per team)
+SLOTS = 2 * MAX_TEAM  # living dragons per lane can never exceed this (MAX_TEAM per team)
+MAX_LENGTH = MAX_SIDE * MAX_SIDE  # no dragon outgrows the largest board
 
 # Static per-cell features of the map, in the order of the first local/full plane channels.
-STATIC_CHANNELS = 11  # kelp N E S W, portal N E S W, spawn tile, spawn period / 40, (countdown filled later)
+STATIC_CHANNELS = 11  # kelp N E S W, portal N E S W, spawn tile, spawn period / MAX_PERIOD, (countdown later)
 LOCAL_CHANNELS = 21
 
 
@@ -34,9 +35,21 @@ LOCAL_CHANNELS = 21
 # fetches a dragon. ECHO .. ECHO + 4 are the five echo counters. (Dragon ids live apart, slot-major in
 # ``LoongSim.sid_t [SLOTS + 1, B]``, because the acting order scans them every step.)
 TEAM, HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N, DSEED, ECHO = range(10)
-FIELDS = ECHO + 5
+FIELDS = ECHO + ECHO_COUNT
 
-GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)  # splitmix64's increment as int64 bits
+GOLDEN = rng.GOLDEN - (1 << 64)  # splitmix64's increment as int64 bits
+_FREE_STEPS: dict[torch.device, torch.Tensor] = {}
+
+
+def free_steps_of(length: torch.Tensor) -> torch.Tensor:
+    """``games.loong.actions.free_steps`` of every length in ``length`` (any shape): a lookup table built from it
+    once per device. Lengths outside 0 .. MAX_LENGTH (rows that hold no dragon, such as a lane's trash slot) are
+    clamped into it."""
+    table = _FREE_STEPS.get(length.device)
+    if table is None:
+        table = torch.tensor([free_steps(n) for n in range(MAX_LENGTH + 1)], dtype=torch.int64, device=length.device)
+        _FREE_STEPS[length.device] = table
+    return table.index_select(0, length.reshape(-1).clamp(0, MAX_LENGTH)).view(length.shape)
 
 
 def mix64(z: torch.Tensor) -> torch.Tensor:
@@ -158,14 +171,14 @@ def unpack_step(word):
 
 
 def _static_features(m: LoongMap) -> np.ndarray:
-    """``[N, STATIC_CHANNELS]`` float32: kelp sides, portal sides, spawn tile, spawn period / 40, 0."""
+    """``[N, STATIC_CHANNELS]`` float32: kelp sides, portal sides, spawn tile, spawn period / MAX_PERIOD, 0."""
     kind = m.step_kind.reshape(m.n_cells, 4)
     out = np.zeros((m.n_cells, STATIC_CHANNELS), np.float32)
     out[:, 0:4] = kind == KELP
     out[:, 4:8] = kind == PORTAL
     periods = m.spawn_periods().astype(np.float32)
     out[:, 8] = periods > 0
-    out[:, 9] = periods / 40.0
+    out[:, 9] = periods / float(MAX_PERIOD)
     return out
 
 

@@ -49,6 +49,19 @@ def _argmax_first(scores: np.ndarray) -> int:
     return int(np.flatnonzero(scores == scores.max())[0])
 
 
+def linear_scores(feats: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``feats[:, :n] . weights`` (n = len(weights)) for every row, summed feature by feature in one fixed order.
+
+    Every row's score is the same sequence of float64 operations on its own values, so identical feature
+    rows get bit-identical scores and their tie goes to the lowest index. (A BLAS matrix-vector product
+    blocks rows by position and can round two identical rows differently in the last bit.)"""
+    weights = np.asarray(weights, dtype=np.float64)
+    scores = feats[:, 0] * weights[0]
+    for j in range(1, len(weights)):
+        scores += feats[:, j] * weights[j]
+    return scores
+
+
 @dataclass
 class RandomPlayer:
     seed: int = 0
@@ -93,14 +106,15 @@ class MediumPlayer:
 
 @dataclass
 class LinearPlayer:
-    """score = features[0:13] . weights; argmax. Hard is this with the blended vector."""
+    """score = features[0:13] . weights; argmax, exact ties to the lowest row-major index. Hard is this with
+    the blended vector."""
 
     weights: np.ndarray
     name: str = "linear"
 
     def choose(self, state: State) -> int:
         cells, f = features(state)
-        return int(cells[_argmax_first(f[:, :13] @ self.weights)])
+        return int(cells[_argmax_first(linear_scores(f, self.weights))])
 
 
 def blend_hard(trained: np.ndarray) -> np.ndarray:
@@ -117,7 +131,8 @@ def hard_player(weights: np.ndarray = HARD_WEIGHTS, name: str = "hard") -> Linea
 
 @dataclass
 class SwitchingPlayer:
-    """Switching linear: sum_j f_j (w_early_j (1 - gp) + w_late_j gp), gp = game_progress; argmax."""
+    """Switching linear: sum_j f_j (w_early_j (1 - gp) + w_late_j gp), gp = game_progress; argmax, exact ties to
+    the lowest row-major index."""
 
     w_early: np.ndarray
     w_late: np.ndarray
@@ -127,7 +142,7 @@ class SwitchingPlayer:
         cells, f = features(state)
         gp = f[0, 13]
         w = self.w_early * (1 - gp) + self.w_late * gp
-        return int(cells[_argmax_first(f[:, :13] @ w)])
+        return int(cells[_argmax_first(linear_scores(f, w))])
 
 
 def load_weights(path: str | Path) -> dict:

@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from games.loong.actions import MAX_TEAM, Action, Forfeit, Move, Split, Sprint, check_action
+from games.loong.actions import MAX_TEAM, Action, Forfeit, Move, Split, Sprint, check_action, free_steps
 from games.loong.engine import Game
 from games.loong.mapgen import generate_map
 from games.loong.maps import LoongMap
@@ -163,7 +163,7 @@ class LoongEnv(AECEnv):
         if g.next_id < self.max_dragons and living < MAX_TEAM:
             mask[4:4 + min(self.max_split, length - 1)] = 1
         base = 4 + self.max_split
-        free = (length + 3) // 4
+        free = free_steps(length)
         for k in range(2, self.max_sprint + 1):
             if k <= free + length - 1:
                 mask[base:base + 4 ** k] = 1
@@ -202,6 +202,8 @@ class LoongEnv(AECEnv):
         dragon_id = int(agent.split("_")[1])
         turn = self._engine_action(dragon_id, action)
         outcome = g.turn(dragon_id, turn, None)
+        if g.over:  # an elimination cuts the round short: close it, so its state hash is recorded (decision 15)
+            g.end_round()
         for dead, _cause in outcome.deaths:
             self.terminations[self._name(dead)] = True
             self.infos[self._name(dead)] = {**self.infos[self._name(dead)], "cause": _cause}

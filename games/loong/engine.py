@@ -27,8 +27,10 @@ from games.loong.rng import check_seed
 
 MAX_ROUNDS = 500
 HASH_VERSION = 1
+HASH_NO_HEADING = 255  # the state hash's heading byte of a dragon without one
 # Echo counters, in the order observations list them.
-ECHO_KELP, ECHO_ALLY_BODY, ECHO_ALLY_HEAD, ECHO_ENEMY_BODY, ECHO_ENEMY_HEAD = range(5)
+ECHO_COUNT = 5
+ECHO_KELP, ECHO_ALLY_BODY, ECHO_ALLY_HEAD, ECHO_ENEMY_BODY, ECHO_ENEMY_HEAD = range(ECHO_COUNT)
 
 
 class RuleError(RuntimeError):
@@ -424,7 +426,7 @@ def ray_path(m: LoongMap, start: int, direction: int) -> tuple[tuple[int, ...], 
 
 
 def _dragon_bytes(d: Dragon) -> bytes:
-    heading = 255 if d.heading == NO_HEADING else d.heading
+    heading = HASH_NO_HEADING if d.heading == NO_HEADING else d.heading
     n = len(d.body)
     parts = [struct.pack(f"<IBBBH{n}H", d.id, d.team, int(d.alive), heading, n, *d.body)]
     parts.append(struct.pack("<H", len(d.inbox)))

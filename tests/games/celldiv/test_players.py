@@ -16,6 +16,7 @@ from games.celldiv.players import (
     WeightsError,
     blend_hard,
     hard_player,
+    linear_scores,
     load_weights,
     make_player,
     save_weights,
@@ -147,3 +148,44 @@ def test_bad_size_ranges(text, message):
     with pytest.raises(PositionError, match=message):
         parse_sizes(text)
     assert parse_sizes("4-6") == (4, 5, 6) and parse_sizes("4,8") == (4, 8)
+
+
+def _tied_matrix(seed: int, weights_at) -> tuple[np.ndarray, np.ndarray, int]:
+    """A random feature matrix whose best row is copied into every later row: (cells, feats, best row)."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(8, 60))
+    f = rng.random((k, 14))
+    f[:, 13] = rng.random()  # game progress is one value per position
+    cells = np.sort(rng.choice(64, k, replace=False))
+    best = int(np.argmax(f[:, :13] @ weights_at(f[0, 13])))
+    f[best:] = f[best]
+    return cells, f, best
+
+
+@pytest.mark.parametrize("tier", ["hard", "switching"])
+def test_identical_feature_rows_tie_to_the_lowest_cell(tier, monkeypatch):
+    """The spec's tie rule for the linear tiers: cells with identical features score bit-identically, and the
+    lowest row-major cell wins. A BLAS matrix-vector product rounds such rows differently by position."""
+    import games.celldiv.players as players
+
+    player = hard_player() if tier == "hard" else switching_player()
+    weights_at = ((lambda gp: player.weights) if tier == "hard"
+                  else (lambda gp: player.w_early * (1 - gp) + player.w_late * gp))
+    matvec_picked_another = 0
+    for seed in range(40):
+        cells, f, best = _tied_matrix(seed, weights_at)
+        w = weights_at(f[0, 13])
+        monkeypatch.setattr(players, "features", lambda state, cells=cells, f=f: (cells, f))
+        assert player.choose(None) == cells[best], seed
+        scores = linear_scores(f, w)
+        assert (scores[best:] == scores[best]).all() and scores.argmax() == best
+        naive = f[:, :13] @ w
+        matvec_picked_another += int(np.flatnonzero(naive == naive.max())[0]) != best
+    assert matvec_picked_another > 0, "no case here where the matrix-vector product breaks the tie wrongly"
+
+
+def test_linear_scores_are_the_dot_products():
+    rng = np.random.default_rng(5)
+    f, w = rng.random((30, 14)), rng.normal(size=13)
+    np.testing.assert_allclose(linear_scores(f, w), f[:, :13] @ w, rtol=1e-12, atol=1e-12)
+    assert linear_scores(f[:0], w).shape == (0,)
