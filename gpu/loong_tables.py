@@ -55,9 +55,9 @@ def free_steps_of(length: torch.Tensor) -> torch.Tensor:
 def mix64(z: torch.Tensor) -> torch.Tensor:
     """splitmix64's finaliser on int64 bit patterns (wrapping multiplication, logical shifts)."""
     z = z ^ ((z >> 30) & ((1 << 34) - 1))
-    z = z * (0xBF58476D1CE4E5B9 - (1 << 64))
+    z = z * (rng.MIX1 - (1 << 64))
     z = z ^ ((z >> 27) & ((1 << 37) - 1))
-    z = z * (0x94D049BB133111EB - (1 << 64))
+    z = z * (rng.MIX2 - (1 << 64))
     return z ^ ((z >> 31) & ((1 << 33) - 1))
 
 
