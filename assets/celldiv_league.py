@@ -8,7 +8,7 @@ import time
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import markdown_table, png_markdown, run_metadata
+from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
 from ops import celldiv_league as league_op
@@ -31,11 +31,12 @@ def version_id(context: dg.AssetExecutionContext) -> str:
     return time.strftime("%Y%m%dT%H%M%S") + "-" + context.run_id[:8]
 
 
-def league_metadata(report, png, tracker, tracking_uri: str) -> dict:
+def league_metadata(report, png, tracker, mlflow: MlflowResource) -> dict:
     ratings = [r.as_dict() for r in report.result.ratings]
     rows = report.result.table()
     return {
-        **run_metadata(tracker, tracking_uri),
+        **run_metadata(tracker, mlflow),
+        **elo_metadata(report.result.ratings),
         "elo": dg.MetadataValue.md(markdown_table(
             ratings, ["player", "elo", "low", "high", "games"],
             {"elo": "{:+.0f}", "low": "{:+.0f}", "high": "{:+.0f}"})),
@@ -50,11 +51,12 @@ def league_metadata(report, png, tracker, tracking_uri: str) -> dict:
 
 
 def run_league(context, config: league_op.LeagueConfig, asset_name: str, mlflow: MlflowResource,
-               store: ArtifactStoreResource):
-    """Play, plot, log to MLflow, publish; returns (report, metadata)."""
+               store: ArtifactStoreResource, profile: str):
+    """Check the config, then play, plot, log to MLflow, publish; returns (report, metadata)."""
+    validated(asset_name, league_op.check_config, config)  # before the run opens: no FAILED run is left
     version = version_id(context)
     out = store.store().dir(GROUP, asset_name, version)
-    with mlflow.run(GROUP, asset_name, tags={"asset": asset_name}) as tracker:
+    with mlflow.run(context, GROUP, profile) as tracker:
         tracker.log_params({"players": ",".join(config.players), "games": config.games,
                             "sizes": config.sizes, "seed": config.seed})
         pairs = len(config.players) * (len(config.players) - 1) // 2
@@ -70,12 +72,12 @@ def run_league(context, config: league_op.LeagueConfig, asset_name: str, mlflow:
         tracker.log_artifact(out / "league.json")
         tracker.log_artifact(png)
         store.store().publish(GROUP, asset_name, version)
-        meta = league_metadata(report, png, tracker, mlflow.uri())
+        meta = league_metadata(report, png, tracker, mlflow)
     meta["path"] = dg.MetadataValue.path(str(out))
     return report, meta
 
 
-@dg.asset(group_name=GROUP, kinds={"python"})
+@dg.asset(group_name=GROUP, kinds={"python", "mlflow"})
 def celldiv_tier_league(
     context: dg.AssetExecutionContext,
     config: TierLeagueConfig,
@@ -84,13 +86,13 @@ def celldiv_tier_league(
     profile: ProfileResource,
 ) -> dg.MaterializeResult:
     """Round robin of the built-in Cell Division tiers, rated by one Elo fit with 95% intervals."""
-    games = config.games or TIER_GAMES[profile.checked()]
+    games = config.games if config.games is not None else TIER_GAMES[profile.checked()]
     league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
                                          seed=config.seed)
-    report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store)
+    report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store, profile.name)
     if report.result.failures:
-        raise dg.Failure(f"{len(report.result.failures)} pairings failed: {report.result.failures}",
-                         metadata=meta)
+        raise dg.Failure(f"celldiv_tier_league: {len(report.result.failures)} pairings failed: "
+                         f"{report.result.failures}", metadata=meta)
     return dg.MaterializeResult(metadata=meta)
 
 
@@ -101,6 +103,23 @@ TEACHER_SIMULATIONS = {"test": 4, "small": 16, "full": 128}
 # (stronger, weaker): each must keep scoring over half against the other
 ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("elite", "medium"),
                 ("teacher", "medium")]
+# the checks that guard Elite's release (the Elite row): blocking, and errors at release scale
+RELEASE_CHECKS = {("elite", "medium")}
+RELEASE_PROFILES = ("small", "full")  # the test profile trains far below release strength
+
+
+def check_name(strong: str, weak: str) -> str:
+    return f"{strong}_beats_{weak}".replace("-", "_")
+
+
+def check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
+    if (strong, weak) in RELEASE_CHECKS:
+        return dg.AssetCheckSpec(
+            check_name(strong, weak), asset="celldiv_league", blocking=True,
+            description=f"{strong} scores over half against {weak}; guards {strong}'s release: an error that "
+                        f"stops the run in the small and full profiles (or with release_gate), a warning in the test profile")
+    return dg.AssetCheckSpec(check_name(strong, weak), asset="celldiv_league",
+                             description=f"{strong} scores over half against {weak}")
 
 
 class FullLeagueConfig(dg.Config):
@@ -110,20 +129,24 @@ class FullLeagueConfig(dg.Config):
         default=None, description="PUCT simulations a move for 'teacher'; None: test 4, small 16, full 128")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
     seed: int = Field(default=0, description="match seed")
+    release_gate: bool | None = Field(
+        default=None, description="a failed Elite-row check is an error that stops the run (blocking); None: on "
+                                  "the small and full profiles (the test profile trains far below release strength)")
 
 
-def order_checks(report) -> list[dg.AssetCheckResult]:
+def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
     results = []
     for strong, weak in ORDER_CHECKS:
         t = report.result.tally(strong, weak)
-        name = f"{strong}_beats_{weak}".replace("-", "_")
+        severity = (dg.AssetCheckSeverity.WARN if (strong, weak) in RELEASE_CHECKS and not release_gate
+                    else dg.AssetCheckSeverity.ERROR)
         if t is None:
-            results.append(dg.AssetCheckResult(check_name=name, passed=False, severity=dg.AssetCheckSeverity.ERROR,
+            results.append(dg.AssetCheckResult(check_name=check_name(strong, weak), passed=False, severity=severity,
                                                metadata={"reason": f"{strong} vs {weak} was not played"}))
             continue
         s = t.summary()
         results.append(dg.AssetCheckResult(
-            check_name=name, passed=s["score_rate"] > 0.5, severity=dg.AssetCheckSeverity.ERROR,
+            check_name=check_name(strong, weak), passed=s["score_rate"] > 0.5, severity=severity,
             metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"],
                       "wilson_high": s["wilson_high"], "games": s["games"]}))
     return results
@@ -133,8 +156,7 @@ def order_checks(report) -> list[dg.AssetCheckResult]:
     group_name=GROUP,
     deps=["celldiv_hard_weights", "celldiv_switching_weights", "celldiv_elite_onnx", "celldiv_teacher"],
     kinds={"python", "mlflow"},
-    check_specs=[dg.AssetCheckSpec(f"{s}_beats_{w}".replace("-", "_"), asset="celldiv_league",
-                                   description=f"{s} scores over half against {w}") for s, w in ORDER_CHECKS],
+    check_specs=[check_spec(s, w) for s, w in ORDER_CHECKS],
 )
 def celldiv_league(
     context: dg.AssetExecutionContext,
@@ -147,14 +169,19 @@ def celldiv_league(
     from ops.celldiv_players import register_store_players
 
     name = profile.checked()
-    sims = config.teacher_simulations or TEACHER_SIMULATIONS[name]
+    sims = config.teacher_simulations if config.teacher_simulations is not None else TEACHER_SIMULATIONS[name]
+    if sims < 1:
+        raise dg.Failure(f"celldiv_league: teacher_simulations: must be at least 1, got {sims}", allow_retries=False)
     found = register_store_players(artifact_store.store(), teacher_simulations=sims)
     context.log.info(f"trained players from the store: {found}")
-    league = league_op.LeagueConfig(players=tuple(config.players), games=config.games or LEAGUE_GAMES[name],
-                                         sizes=config.sizes, seed=config.seed)
-    report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store)
+    games = config.games if config.games is not None else LEAGUE_GAMES[name]
+    league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes, seed=config.seed)
+    report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store, name)
     meta["trained_players"] = dg.MetadataValue.json({k: str(v) for k, v in found.items()})
     meta["teacher_simulations"] = dg.MetadataValue.int(sims)
     if report.result.failures:
-        raise dg.Failure(f"{len(report.result.failures)} pairings failed: {report.result.failures}", metadata=meta)
-    return dg.MaterializeResult(metadata=meta, check_results=order_checks(report))
+        raise dg.Failure(f"celldiv_league: {len(report.result.failures)} pairings failed: {report.result.failures}",
+                         metadata=meta)
+    gate = config.release_gate if config.release_gate is not None else name in RELEASE_PROFILES
+    meta["release_gate"] = dg.MetadataValue.bool(gate)
+    return dg.MaterializeResult(metadata=meta, check_results=order_checks(report, gate))

@@ -57,11 +57,10 @@ def _ppo_asset(context, model: str, asset_name: str, config: PPOAssetConfig, mlf
                                  **_overrides(config, ("iterations", "games_per_iteration")))
     key = config_key(cfg)
     out = store.store().dir(GROUP, asset_name, key)
-    with mlflow.run(GROUP, asset_name, tags={"asset": asset_name, "profile": profile.name,
-                                             "contender_class": f"linear-{model}"}) as tracker:
+    with mlflow.run(context, GROUP, profile.name, tags={"contender_class": f"linear-{model}"}) as tracker:
         result = celldiv_ppo.run(cfg, out_dir=out, tracker=tracker, progress=_log_progress(context, asset_name))
         tracker.log_artifact(result.weights_path)
-        meta = run_metadata(tracker, mlflow.uri())
+        meta = run_metadata(tracker, mlflow)
     store.store().publish(GROUP, asset_name, key)
     evals = [{"match": k, **v} for k, v in result.final_eval.items()]
     meta.update({
@@ -116,11 +115,10 @@ def celldiv_teacher(
                               **_overrides(config, ("iterations", "games_per_iteration", "simulations")))
     key = config_key(cfg)
     out = artifact_store.store().dir(GROUP, "celldiv_teacher", key)
-    with mlflow.run(GROUP, "celldiv_teacher", tags={"asset": "celldiv_teacher", "profile": profile.name,
-                                                    "contender_class": "teacher-" + cfg.shape}) as tracker:
+    with mlflow.run(context, GROUP, profile.name, tags={"contender_class": "teacher-" + cfg.shape}) as tracker:
         result = teacher_op.run(cfg, out_dir=out, tracker=tracker,
                                      progress=_log_progress(context, "celldiv_teacher"))
-        meta = run_metadata(tracker, mlflow.uri())
+        meta = run_metadata(tracker, mlflow)
     artifact_store.store().publish(GROUP, "celldiv_teacher", key)
     last = result.history[-1] if result.history else {}
     meta.update({
@@ -191,11 +189,10 @@ def celldiv_student(
                               **_overrides(config, ("epochs",)))
     key = config_key(cfg) + "-" + data_dir.name
     out = store.dir(GROUP, "celldiv_student", key)
-    with mlflow.run(GROUP, "celldiv_student", tags={"asset": "celldiv_student", "profile": profile.name,
-                                                    "contender_class": "student-" + cfg.shape}) as tracker:
+    with mlflow.run(context, GROUP, profile.name, tags={"contender_class": "student-" + cfg.shape}) as tracker:
         r = celldiv_distill.run(cfg, data_path=data, out_dir=out, tracker=tracker,
                                 progress=_log_progress(context, "celldiv_student"))
-        meta = run_metadata(tracker, mlflow.uri())
+        meta = run_metadata(tracker, mlflow)
     store.publish(GROUP, "celldiv_student", key)
     meta.update({
         "student_path": dg.MetadataValue.path(str(r.student_ckpt)),
@@ -214,8 +211,9 @@ def celldiv_student(
 # ----------------------------------------------------------------------------------------------- ONNX
 @dg.asset(
     group_name=GROUP, deps=[celldiv_student], kinds={"onnx"},
-    check_specs=[dg.AssetCheckSpec("onnx_matches_torch", asset="celldiv_elite_onnx",
-                                   description="same masked argmax as torch on every test position")],
+    check_specs=[dg.AssetCheckSpec("onnx_matches_torch", asset="celldiv_elite_onnx", blocking=True,
+                                   description="same masked argmax as torch on every test position; guards "
+                                               "Elite's release: a failure stops the league downstream")],
 )
 def celldiv_elite_onnx(artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
     """The student exported to ONNX; Elite plays from this file through onnxruntime."""

@@ -7,7 +7,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.celldiv_league import version_id
-from assets.metadata import markdown_table, png_markdown, run_metadata
+from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from ops import loong_league as league_op
 from ops.plots import league_png
@@ -36,7 +36,7 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
     sources = [Path(s) for s in config.sources] or [C_FOIL if C_FOIL.exists() else C_RANDOM]
     missing = [str(s) for s in sources if not s.exists()]
     if missing:
-        raise dg.Failure(f"C sources not found: {missing}")
+        raise dg.Failure(f"loong_wasm_build: sources: not found: {', '.join(missing)}", allow_retries=False)
     build = build_from_source(builds_root(artifact_store), sources, name=config.name or sources[0].stem,
                               network_version=config.network_version or None)
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
@@ -69,7 +69,12 @@ class LoongLeagueAssetConfig(dg.Config):
     seed: int = Field(default=0, description="league seed")
 
 
-@dg.asset(group_name=GROUP, deps=[loong_wasm_build], kinds={"python", "mlflow"})
+@dg.asset(
+    group_name=GROUP, deps=[loong_wasm_build], kinds={"python", "mlflow"},
+    check_specs=[dg.AssetCheckSpec("no_failed_pairings", asset="loong_league", blocking=True,
+                                   description="every pairing was played; guards the league's release: a pairing "
+                                               "that failed stops the run")],
+)
 def loong_league(
     context: dg.AssetExecutionContext,
     config: LoongLeagueAssetConfig,
@@ -84,28 +89,36 @@ def loong_league(
     for p in config.players:
         if p == "build:latest":
             if latest is None:
-                raise dg.Failure("build:latest asked for, but no loong_wasm_build is published")
+                raise dg.Failure("loong_league: player 'build:latest' asked for, but no loong_wasm_build is "
+                                 "published; materialise loong_wasm_build first", allow_retries=False)
             p = "build:" + latest.name
         players.append(p)
     league = league_op.LoongLeagueConfig(
-        players=tuple(players), maps=tuple(config.maps) or maps, games_per_map=config.games_per_map or games,
-        max_rounds=config.max_rounds or rounds, seed=config.seed, builds=str(builds_root(artifact_store)))
+        players=tuple(players), maps=tuple(config.maps) or maps,
+        games_per_map=config.games_per_map if config.games_per_map is not None else games,
+        max_rounds=config.max_rounds if config.max_rounds is not None else rounds,
+        seed=config.seed, builds=str(builds_root(artifact_store)))
+    factories, loaded = validated("loong_league", league_op.check_config, league)  # before the MLflow run
     version = version_id(context)
     out = artifact_store.store().dir(GROUP, "loong_league", version)
-    with mlflow.run(GROUP, "loong_league", tags={"asset": "loong_league"}) as tracker:
+    with mlflow.run(context, GROUP, profile.name) as tracker:
         tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps),
                             "games_per_map": league.games_per_map, "max_rounds": league.max_rounds})
-        result = league_op.run(league, progress=lambda d, t: context.log.info(f"loong_league: pairing {d}/{t}"))
+        result = league_op.run(league, progress=lambda d, t: context.log.info(f"loong_league: pairing {d}/{t}"),
+                               factories=factories, maps=loaded)
         doc = {"players": players, "maps": list(league.maps), "ratings": [r.as_dict() for r in result.ratings],
                "pairings": result.table(), "failures": [list(f) for f in result.failures]}
         (out / "league.json").write_text(json.dumps(doc, indent=2))
         png = league_png(result, out / "league.png", f"Loong league, {league.games_per_map} games a pairing a map")
         tracker.log_metrics({f"elo_{r.player.replace(':', '_')}": r.elo for r in result.ratings})
+        tracker.log_metrics({"failures": len(result.failures)})
         tracker.log_artifact(out / "league.json")
         tracker.log_artifact(png)
-        meta = run_metadata(tracker, mlflow.uri())
-    artifact_store.store().publish(GROUP, "loong_league", version)
+        meta = run_metadata(tracker, mlflow)
+    if not result.failures:
+        artifact_store.store().publish(GROUP, "loong_league", version)
     meta.update({
+        **elo_metadata(result.ratings),
         "elo": dg.MetadataValue.md(markdown_table(doc["ratings"], ["player", "elo", "low", "high", "games"],
                                                   {"elo": "{:+.0f}", "low": "{:+.0f}", "high": "{:+.0f}"})),
         "pairings": dg.MetadataValue.md(markdown_table(
@@ -115,9 +128,11 @@ def loong_league(
         "path": dg.MetadataValue.path(str(out)),
         "failures": dg.MetadataValue.int(len(result.failures)),
     })
-    if result.failures:
-        raise dg.Failure(f"{len(result.failures)} pairings failed: {result.failures}", metadata=meta)
-    return dg.MaterializeResult(metadata=meta)
+    check = dg.AssetCheckResult(
+        check_name="no_failed_pairings", passed=not result.failures, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"failures": dg.MetadataValue.json([{"a": a, "b": b, "error": e} for a, b, e in result.failures]),
+                  "pairings": len(result.tallies) + len(result.failures)})
+    return dg.MaterializeResult(metadata=meta, check_results=[check])
 
 
 SELFPLAY = {"test": dict(games=3, size=12, max_rounds=30, batch_size=3),
@@ -141,14 +156,15 @@ def loong_selfplay_games(
     profile: ProfileResource,
 ) -> dg.MaterializeResult:
     """Batched self-play games on the tensor simulator, written as reference replays (verified to re-simulate)."""
-    from ops.loong_selfplay import SelfPlayConfig
+    from ops.loong_selfplay import SelfPlayConfig, check_config
     from ops.loong_selfplay import run as run_selfplay
 
     base = SELFPLAY[profile.checked()]
     cfg = SelfPlayConfig(**{**base, **{k: v for k, v in {"games": config.games, "size": config.size,
-                                                         "max_rounds": config.max_rounds}.items() if v},
+                                                         "max_rounds": config.max_rounds}.items() if v is not None},
                             "team0": config.team0, "team1": config.team1, "scheduler_k": config.scheduler_k,
                             "seed": config.seed})
+    validated("loong_selfplay_games", check_config, cfg)
     version = version_id(context)
     out = artifact_store.store().dir(GROUP, "loong_selfplay_games", version)
     r = run_selfplay(cfg, out)

@@ -1,4 +1,4 @@
-"""Turning results into Dagster metadata: tables, embedded pictures, the MLflow run."""
+"""Turning results into Dagster metadata: tables, embedded pictures, Elo numbers, the MLflow run link."""
 
 from __future__ import annotations
 
@@ -24,8 +24,24 @@ def png_markdown(path: Path, alt: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(f"![{alt}](data:image/png;base64,{data})")
 
 
-def run_metadata(tracker, tracking_uri: str) -> dict:
+def run_metadata(tracker, mlflow) -> dict:
+    """The MLflow run: its id, the store, and a link to its page in the MLflow UI."""
     return {
+        "mlflow_run": dg.MetadataValue.url(tracker.url(mlflow.ui())),
         "mlflow_run_id": dg.MetadataValue.text(tracker.run_id or ""),
-        "mlflow_tracking_uri": dg.MetadataValue.text(tracking_uri),
+        "mlflow_tracking_uri": dg.MetadataValue.text(mlflow.uri()),
     }
+
+
+def elo_metadata(ratings) -> dict:
+    """Every player's Elo as its own number (``elo/<player>``), so Dagster plots it over materialisations."""
+    return {f"elo/{r.player}": dg.MetadataValue.float(float(r.elo)) for r in ratings}
+
+
+def validated(asset: str, check, *args):
+    """``check(*args)`` with a config error (a ValueError naming the field) turned into one clear
+    ``dg.Failure`` line naming the asset. Call it before opening the MLflow run."""
+    try:
+        return check(*args)
+    except ValueError as e:
+        raise dg.Failure(description=f"{asset}: {e}", allow_retries=False) from None

@@ -14,23 +14,35 @@ import dagster as dg
 from pydantic import Field
 
 from ops.store import ArtifactStore, arena_home
-from ops.tracking import MlflowTracker, default_tracking_uri, mlflow_run
+from ops.tracking import MlflowTracker, default_tracking_uri, mlflow_run, ui_base
 
 PROFILES = ("test", "small", "full")
 
 
 class MlflowResource(dg.ConfigurableResource):
-    """MLflow tracking: one experiment per asset group, one run per materialisation."""
+    """MLflow tracking: one experiment per asset group, one run per materialisation, linked from the
+    asset's metadata to the MLflow UI."""
 
     tracking_uri: str = Field(default="", description="MLflow tracking URI; empty: sqlite under ARENA_HOME")
     experiment_prefix: str = Field(default="arena", description="experiments are named '<prefix>-<group>'")
+    ui_url: str = Field(default="", description="MLflow UI the run links point at; empty: $ARENA_MLFLOW_UI, "
+                                                "else an http(s) tracking URI, else http://127.0.0.1:5000")
 
     def uri(self) -> str:
         return self.tracking_uri or default_tracking_uri()
 
+    def ui(self) -> str:
+        return self.ui_url.rstrip("/") or ui_base(self.uri())
+
     @contextmanager
-    def run(self, group: str, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[MlflowTracker]:
-        with mlflow_run(f"{self.experiment_prefix}-{group}", run_name, tracking_uri=self.uri(), tags=tags) as t:
+    def run(self, context: dg.AssetExecutionContext, group: str, profile: str,
+            tags: Mapping[str, str] | None = None) -> Iterator[MlflowTracker]:
+        """A run named after the asset, tagged with the Dagster run id, the asset key, the profile and
+        the git commit. Open it only once the asset's config is validated: a failure inside leaves a
+        FAILED run."""
+        asset = context.asset_key.to_user_string()
+        tags = {"dagster_run_id": context.run_id, "dagster_asset_key": asset, "profile": profile, **(tags or {})}
+        with mlflow_run(f"{self.experiment_prefix}-{group}", asset, tracking_uri=self.uri(), tags=tags) as t:
             yield t
 
 

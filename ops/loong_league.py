@@ -4,13 +4,14 @@ symmetries, rated by the shared Elo fit, with a Wilson 95% interval for every pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from games.league import LeagueResult, round_robin
 from games.loong.bots import BotFactory
 from games.loong.foil import registry
 from games.loong.mapgen import load_map_spec
+from games.loong.maps import LoongMap, MapError
 from games.loong.match import UnknownBot, play_series
 from games.stats import MatchTally
 from ops.store import arena_home
@@ -52,9 +53,44 @@ def resolve_players(config: LoongLeagueConfig) -> dict[str, BotFactory]:
         elif name in python_bots:
             factories[name] = python_bots[name]
         else:
-            raise UnknownBot(f"unknown player {name!r}: not a Python bot ({', '.join(sorted(python_bots))}) "
-                             f"and not written as build:<name or id>")
+            raise UnknownBot(f"unknown player {name!r} (known: {', '.join(sorted(python_bots))}, build:<name|id>)")
     return factories
+
+
+class LeagueConfigError(ValueError):
+    """A league config that cannot be played; the message names the field and the value."""
+
+
+def load_maps(config: LoongLeagueConfig) -> list[LoongMap]:
+    """Every map of the league, loaded; a bad spec is refused with the map loader's reason."""
+    if not config.maps:
+        raise LeagueConfigError("maps: a league needs at least one map")
+    try:
+        return [load_map_spec(spec) for spec in config.maps]
+    except MapError as e:
+        raise LeagueConfigError(str(e)) from None
+
+
+def check_config(config: LoongLeagueConfig) -> tuple[dict[str, BotFactory], list[LoongMap]]:
+    """Refuse a config before any game (and before any run is tracked); returns the players' factories
+    and the loaded maps for ``run``."""
+    if len(config.players) < 2:
+        raise LeagueConfigError(f"players: a league needs at least two, got {list(config.players)}")
+    twice = sorted({p for p in config.players if config.players.count(p) > 1})
+    if twice:
+        raise LeagueConfigError(f"players: listed twice: {', '.join(twice)}")
+    for field in ("games_per_map", "max_rounds"):
+        if getattr(config, field) < 1:
+            raise LeagueConfigError(f"{field}: must be at least 1, got {getattr(config, field)}")
+    factories: dict[str, BotFactory] = {}
+    for name in config.players:
+        try:
+            factories.update(resolve_players(replace(config, players=(name,))))
+        except UnknownBot as e:
+            raise LeagueConfigError(str(e)) from None
+        except ValueError as e:  # a build that is missing, ambiguous or altered (bot.builds.BuildError)
+            raise LeagueConfigError(f"player {name!r}: {e}") from None
+    return factories, load_maps(config)
 
 
 def merge(a: str, b: str, tallies: list[MatchTally]) -> MatchTally:
@@ -68,10 +104,11 @@ def merge(a: str, b: str, tallies: list[MatchTally]) -> MatchTally:
 
 
 def run(config: LoongLeagueConfig, progress: Callable[[int, int], None] | None = None,
-        factories: Mapping[str, BotFactory] | None = None) -> LeagueResult:
-    """Play the round robin on every map and fit Elo (anchored on ``random`` when it plays)."""
+        factories: Mapping[str, BotFactory] | None = None, maps: list[LoongMap] | None = None) -> LeagueResult:
+    """Play the round robin on every map and fit Elo (anchored on ``random`` when it plays).
+    ``factories`` and ``maps``: what ``check_config`` returned (resolved and loaded here if not given)."""
     factories = dict(factories) if factories is not None else resolve_players(config)
-    maps = [load_map_spec(spec) for spec in config.maps]
+    maps = maps if maps is not None else load_maps(config)
 
     def play_pair(a: str, b: str, pair_seed: int) -> MatchTally:
         return merge(a, b, [

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from games.loong.mapgen import generate_map
+from games.loong.maps import MAX_SIDE, MIN_SIDE
 from games.loong.replay import load_replay, save_replay, verify_replay
 
 SYMMETRIES = ("lr", "tb", "rot")
+POLICIES = ("random", "chaos")
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,31 @@ class SelfPlayResult:
     verified: str = ""
 
 
+class SelfPlayConfigError(ValueError):
+    """A self-play config that cannot be played; the message names the field and the value."""
+
+
+def check_config(config: SelfPlayConfig) -> None:
+    """Refuse a config before any game: unknown policies, map sides the rules do not allow, counts below one."""
+    for name in ("team0", "team1"):
+        if getattr(config, name) not in POLICIES:
+            raise SelfPlayConfigError(f"{name}: unknown batched policy {getattr(config, name)!r} "
+                                      f"(known: {', '.join(POLICIES)})")
+    if not MIN_SIDE <= config.size <= MAX_SIDE:
+        raise SelfPlayConfigError(f"size: map side must be in [{MIN_SIDE}, {MAX_SIDE}], got {config.size}")
+    for name in ("games", "max_rounds", "batch_size"):
+        if getattr(config, name) < 1:
+            raise SelfPlayConfigError(f"{name}: must be at least 1, got {getattr(config, name)}")
+    if config.scheduler_k < 0:
+        raise SelfPlayConfigError(f"scheduler_k: must be 0 (strict id order) or more, got {config.scheduler_k}")
+
+
 def policy(name: str):
     from gpu.loong_policy import ChaosPolicy, RandomPolicy
 
     known = {"random": RandomPolicy, "chaos": ChaosPolicy}
     if name not in known:
-        raise ValueError(f"unknown batched policy {name!r}; known: {', '.join(known)}")
+        raise SelfPlayConfigError(f"unknown batched policy {name!r}; known: {', '.join(known)}")
     return known[name]()
 
 
@@ -55,6 +76,7 @@ def run(config: SelfPlayConfig, out_dir: Path) -> SelfPlayResult:
     """Play, write one replay per game under ``out_dir``, and re-simulate the first in the reference engine."""
     from gpu.loong_play import play_batched_games
 
+    check_config(config)
     pols = (policy(config.team0), policy(config.team1))
     maps = [generate_map(config.size, config.size, SYMMETRIES[g % 3], seed=config.seed * 100_003 + g)
             for g in range(config.games)]

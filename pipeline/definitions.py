@@ -13,14 +13,18 @@ ASSET_MODULES = [celldiv_league, celldiv_training, loong]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
 main_job = dg.define_asset_job(
-    "main_job", selection=dg.AssetSelection.all(), description="Materialise the whole graph of both games."
+    "main_job", selection=dg.AssetSelection.all(),
+    description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
+                "build, league and batched self-play (`make demo`).",
 )
 celldiv_job = dg.define_asset_job(
     "celldiv_job", selection=dg.AssetSelection.groups("celldiv"),
     description="Materialise Cell Division's whole graph: PPO tiers, teacher, data, student, ONNX, leagues.",
 )
 celldiv_league_job = dg.define_asset_job(
-    "celldiv_league_job", selection=dg.AssetSelection.assets("celldiv_tier_league", "celldiv_league")
+    "celldiv_league_job", selection=dg.AssetSelection.assets("celldiv_tier_league", "celldiv_league"),
+    description="Replay the Cell Division leagues (built-in tiers; every tier and trained model) from the "
+                "published models, with Elo and the order checks.",
 )
 nightly_celldiv_league = dg.ScheduleDefinition(
     name="nightly_celldiv_league",

@@ -1,22 +1,36 @@
-"""The Loong build and league assets materialise with the test profile in a temporary store."""
+"""The Loong build and league assets materialise with the test profile in a temporary store (Elo numbers,
+the run link, the blocking pairings check), and a bad league or self-play config is one clear failure
+that leaves no MLflow run behind."""
 
 import json
 from pathlib import Path
 
 import dagster as dg
+import mlflow
+import pytest
 
-from assets.loong import loong_league, loong_wasm_build
+from assets.loong import loong_league, loong_selfplay_games, loong_wasm_build
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 
 
-def test_build_then_league(tmp_path, monkeypatch):
+@pytest.fixture
+def resources(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_HOME", str(tmp_path / "arena"))
-    resources = {
+    monkeypatch.delenv("ARENA_MLFLOW_UI", raising=False)
+    (tmp_path / "dagster").mkdir()
+    return {
         "mlflow": MlflowResource(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
         "artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "profile": ProfileResource(name="test"),
     }
-    (tmp_path / "dagster").mkdir()
+
+
+def tracked_runs(resources):
+    mlflow.set_tracking_uri(resources["mlflow"].uri())
+    return mlflow.search_runs(search_all_experiments=True, output_format="list")
+
+
+def test_build_then_league(resources, tmp_path):
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         result = dg.materialize(
             [loong_wasm_build, loong_league], resources=resources, instance=instance,
@@ -29,12 +43,66 @@ def test_build_then_league(tmp_path, monkeypatch):
     meta = result.asset_materializations_for_node("loong_league")[0].metadata
     league = json.loads((Path(meta["path"].value) / "league.json").read_text())
     players = {r["player"] for r in league["ratings"]}
-    assert players == {"foil", "random", "build:" + build["build_id"].value}
-    assert meta["mlflow_run_id"].value
+    build_player = "build:" + build["build_id"].value
+    assert players == {"foil", "random", build_player}
+    assert {k: v.value for k, v in meta.items() if k.startswith("elo/")} == {
+        f"elo/{r['player']}": r["elo"] for r in league["ratings"]}
+    assert isinstance(meta[f"elo/{build_player}"], dg.FloatMetadataValue)
+    (check,) = result.get_asset_check_evaluations()
+    assert check.check_name == "no_failed_pairings" and check.passed
+    (run,) = tracked_runs(resources)
+    assert run.info.run_id == meta["mlflow_run_id"].value
+    page = f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}?workflowType=machine_learning"
+    assert meta["mlflow_run"].value == "http://127.0.0.1:5000" + page
+    assert run.data.tags["dagster_asset_key"] == "loong_league" and run.data.tags["dagster_run_id"] == result.run_id
+
+
+def materialise(asset, resources, tmp_path, config):
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        return dg.materialize([asset], resources=resources, instance=instance, raise_on_error=False,
+                              run_config={"ops": {asset.key.to_user_string(): {"config": config}}})
+
+
+def failure_line(result) -> str:
+    failures = [e.step_failure_data for e in result.all_events if e.is_step_failure]
+    assert len(failures) == 1, failures
+    return failures[0].user_failure_data.description
+
+
+@pytest.mark.parametrize("config, line", [
+    ({"players": ["foil", "fooo"]}, "loong_league: unknown player 'fooo' (known: foil, random, build:<name|id>)"),
+    ({"players": ["foil", "random"], "maps": ["gen:12x:lr"]},
+     "loong_league: map spec 'gen:12x:lr': expected gen:WxH:SYM:seed=S"),
+    ({"players": ["foil", "random"], "maps": ["gen:8x8:lr:seed=1"]}, "loong_league: size: width and height must be"),
+    ({"players": ["foil", "build:nothing"]}, "loong_league: player 'build:nothing': no build 'nothing' under "),
+    ({"players": ["foil", "build:latest"]}, "loong_league: player 'build:latest' asked for, but no loong_wasm_build"),
+    ({"players": ["foil", "random"], "max_rounds": 0}, "loong_league: max_rounds: must be at least 1, got 0"),
+    ({"players": ["foil", "foil"]}, "loong_league: players: listed twice: foil"),
+])
+def test_a_bad_league_config_fails_in_one_line_and_opens_no_run(resources, tmp_path, config, line):
+    result = materialise(loong_league, resources, tmp_path, config)
+    assert not result.success
+    message = failure_line(result)
+    assert message.startswith(line) and "\n" not in message
+    assert tracked_runs(resources) == []
+
+
+@pytest.mark.parametrize("config, line", [
+    ({"team1": "wizard"}, "loong_selfplay_games: team1: unknown batched policy 'wizard' (known: random, chaos)"),
+    ({"size": 5}, "loong_selfplay_games: size: map side must be in [10, 64], got 5"),
+    ({"games": 0}, "loong_selfplay_games: games: must be at least 1, got 0"),
+])
+def test_a_bad_selfplay_config_fails_in_one_line(tmp_path, config, line):
+    resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+                 "profile": ProfileResource(name="test")}
+    (tmp_path / "dagster").mkdir()
+    result = materialise(loong_selfplay_games, resources, tmp_path, config)
+    assert not result.success
+    assert failure_line(result) == line
+    assert not (tmp_path / "artifacts" / "loong" / "loong_selfplay_games").exists()
 
 
 def test_selfplay_games_write_verified_replays(tmp_path):
-    from assets.loong import loong_selfplay_games
     from games.loong.replay import load_replay, verify_replay
 
     resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
