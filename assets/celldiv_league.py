@@ -117,7 +117,8 @@ def check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
         return dg.AssetCheckSpec(
             check_name(strong, weak), asset="celldiv_league", blocking=True,
             description=f"{strong} scores over half against {weak}; guards {strong}'s release: an error that "
-                        f"stops the run in the small and full profiles (or with release_gate), a warning in the test profile")
+                        "stops the run in the small and full profiles (or with release_gate), a warning in the test "
+                        "profile")
     return dg.AssetCheckSpec(check_name(strong, weak), asset="celldiv_league",
                              description=f"{strong} scores over half against {weak}")
 
