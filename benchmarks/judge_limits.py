@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from wasmtime import wat2wasm
 
-from bot.abi import MEMORY_LIMIT, SECTION_LIMITS, TABLE_LIMIT
+from bot.abi import MEMORY_LIMIT, SECTION_LIMITS, TABLE_LIMIT, uleb128
 from bot.judge import TABLE_ELEMENT_BYTES, BotRejected, Judge, worst_case_resident
 from games.loong import Game, generate_map, observe
 
@@ -148,22 +148,13 @@ def memory(args: argparse.Namespace) -> None:
     del dragons
 
 
-def leb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
 def many_functions(n: int) -> bytes:
     def section(sid: int, body: bytes) -> bytes:
-        return bytes([sid]) + leb(len(body)) + body
+        return bytes([sid]) + uleb128(len(body)) + body
 
-    return (b"\0asm\1\0\0\0" + section(1, b"\x01\x60\x00\x00") + section(3, leb(n) + b"\x00" * n)
+    return (b"\0asm\1\0\0\0" + section(1, b"\x01\x60\x00\x00") + section(3, uleb128(n) + b"\x00" * n)
             + section(5, b"\x01\x00\x01") + section(7, b"\x01\x06memory\x02\x00")
-            + section(10, leb(n) + b"\x02\x00\x0b" * n))
+            + section(10, uleb128(n) + b"\x02\x00\x0b" * n))
 
 
 def compile_costs(args: argparse.Namespace) -> None:

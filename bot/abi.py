@@ -108,6 +108,16 @@ class Sections:
     start: bool
 
 
+def uleb128(n: int) -> bytes:
+    """``n`` (>= 0) as WebAssembly's unsigned LEB128 (what ``_Reader.u`` reads)."""
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
 class _Reader:
     __slots__ = ("b", "i")
 
@@ -118,23 +128,20 @@ class _Reader:
         self.i += 1
         return self.b[self.i - 1]
 
-    def u(self) -> int:
+    def leb128(self, signed: bool) -> int:
         r = shift = 0
         while True:
             x = self.byte()
             r |= (x & 0x7F) << shift
             shift += 7
             if x < 0x80:
-                return r
+                return r - (1 << shift) if signed and x & 0x40 else r
+
+    def u(self) -> int:
+        return self.leb128(False)
 
     def s(self) -> int:
-        r = shift = 0
-        while True:
-            x = self.byte()
-            r |= (x & 0x7F) << shift
-            shift += 7
-            if x < 0x80:
-                return r - (1 << shift) if x & 0x40 else r
+        return self.leb128(True)
 
     def name(self) -> str:
         n = self.u()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from wasmtime import wat2wasm
 
-from bot.abi import CLOCK_PRICE, PAGE, POINTS_PER_TURN, SECTION_LIMITS, TABLE_LIMIT
+from bot.abi import CLOCK_PRICE, PAGE, POINTS_PER_TURN, SECTION_LIMITS, TABLE_LIMIT, uleb128
 from bot.builds import BuildError, factory, read_wasm_file, register
 from bot.judge import BotRejected, Judge, clean_message, play_judged_game, worst_case_resident
 from bot.toolchain import C_DIR, compile_c
@@ -39,25 +39,16 @@ def observation(round_: int = 1, dragon: int = 0):
     return dataclasses.replace(observe(game, dragon), round=round_)
 
 
-def leb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
 def section(sid: int, body: bytes) -> bytes:
-    return bytes([sid]) + leb(len(body)) + body
+    return bytes([sid]) + uleb128(len(body)) + body
 
 
 def many_functions(n: int, body_ops: int = 0) -> bytes:
     """A module of one memory (exported) and ``n`` functions () -> () of ``body_ops`` x (i32.const 1; drop)."""
     body = b"\x00" + b"\x41\x01\x1a" * body_ops + b"\x0b"
-    return (b"\0asm\1\0\0\0" + section(1, b"\x01\x60\x00\x00") + section(3, leb(n) + b"\x00" * n)
+    return (b"\0asm\1\0\0\0" + section(1, b"\x01\x60\x00\x00") + section(3, uleb128(n) + b"\x00" * n)
             + section(5, b"\x01\x00\x01") + section(7, b"\x01\x06memory\x02\x00")
-            + section(10, leb(n) + (leb(len(body)) + body) * n))
+            + section(10, uleb128(n) + (uleb128(len(body)) + body) * n))
 
 
 SPIN = "(loop (br 0)) i32.const 0"

@@ -1,17 +1,8 @@
-"""The conformance suite runs the batched simulator on CPU: Triton in interpreter mode (set before anything
-imports triton's jit; an explicit TRITON_INTERPRET wins) and one torch thread (as tests/gpu/conftest.py)."""
+"""Every test here runs the batched simulator with one torch thread (``one_torch_thread``, tests/conftest.py)."""
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_torch_thread(one_torch_thread):
     yield
-    torch.set_num_threads(before)

@@ -1,18 +1,8 @@
-"""Batched-simulator tests run on CPU: Triton kernels in interpreter mode (set before anything imports
-triton's jit; an explicit TRITON_INTERPRET wins), and one torch thread while these tests run (the CI
-box has 2 shared cores, where tiny ops with 2 OpenMP threads are several times slower)."""
+"""Every test here runs the batched simulator with one torch thread (``one_torch_thread``, tests/conftest.py)."""
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_torch_thread(one_torch_thread):
     yield
-    torch.set_num_threads(before)

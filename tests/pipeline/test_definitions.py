@@ -57,24 +57,12 @@ def tmp_resources(tmp_path, monkeypatch):
     }, uri, tmp_path
 
 
-def materialise(asset, resources, tmp, config):
-    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
-        return dg.materialize([asset], resources=resources, instance=instance, raise_on_error=False,
-                              run_config={"ops": {asset.key.to_user_string(): {"config": config}}})
-
-
-def failure_line(result) -> str:
-    failures = [e.step_failure_data for e in result.all_events if e.is_step_failure]
-    assert len(failures) == 1, failures
-    return failures[0].user_failure_data.description
-
-
 def tracked_runs(uri):
     mlflow.set_tracking_uri(uri)
     return mlflow.search_runs(search_all_experiments=True, output_format="list")
 
 
-def test_tier_league_materialises_and_logs_to_mlflow(tmp_resources):
+def test_tier_league_materialises_and_logs_to_mlflow(tmp_resources, materialise):
     resources, uri, tmp = tmp_resources
     result = materialise(celldiv_tier_league, resources, tmp,
                          {"players": ["random", "medium", "hard"], "games": 4, "sizes": "4-5"})
@@ -111,7 +99,8 @@ def test_tier_league_materialises_and_logs_to_mlflow(tmp_resources):
     ({"players": ["random", "easy"], "games": 0}, "celldiv_tier_league: games: must be at least 1, got 0"),
     ({"players": ["random"], "games": 2}, "celldiv_tier_league: players: a league needs at least two"),
 ])
-def test_a_bad_tier_league_config_fails_in_one_line_and_opens_no_run(tmp_resources, config, line):
+def test_a_bad_tier_league_config_fails_in_one_line_and_opens_no_run(tmp_resources, config, line, materialise,
+                                                                     failure_line):
     resources, uri, tmp = tmp_resources
     result = materialise(celldiv_tier_league, resources, tmp, config)
     assert not result.success
@@ -120,7 +109,7 @@ def test_a_bad_tier_league_config_fails_in_one_line_and_opens_no_run(tmp_resourc
     assert tracked_runs(uri) == []
 
 
-def test_the_release_gate_stops_the_run_when_the_elite_row_fails(tmp_resources):
+def test_the_release_gate_stops_the_run_when_the_elite_row_fails(tmp_resources, materialise):
     """Elite left out: its row cannot pass. Below release scale that is a warning; with the gate on, the
     blocking check fails the step (and would stop anything downstream)."""
     resources, _, tmp = tmp_resources

@@ -57,18 +57,6 @@ def test_build_then_league(resources, tmp_path):
     assert run.data.tags["dagster_asset_key"] == "loong_league" and run.data.tags["dagster_run_id"] == result.run_id
 
 
-def materialise(asset, resources, tmp_path, config):
-    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        return dg.materialize([asset], resources=resources, instance=instance, raise_on_error=False,
-                              run_config={"ops": {asset.key.to_user_string(): {"config": config}}})
-
-
-def failure_line(result) -> str:
-    failures = [e.step_failure_data for e in result.all_events if e.is_step_failure]
-    assert len(failures) == 1, failures
-    return failures[0].user_failure_data.description
-
-
 @pytest.mark.parametrize("config, line", [
     ({"players": ["foil", "fooo"]}, "loong_league: unknown player 'fooo' (known: foil, random, build:<name|id>)"),
     ({"players": ["foil", "random"], "maps": ["gen:12x:lr"]},
@@ -79,7 +67,8 @@ def failure_line(result) -> str:
     ({"players": ["foil", "random"], "max_rounds": 0}, "loong_league: max_rounds: must be at least 1, got 0"),
     ({"players": ["foil", "foil"]}, "loong_league: players: listed twice: foil"),
 ])
-def test_a_bad_league_config_fails_in_one_line_and_opens_no_run(resources, tmp_path, config, line):
+def test_a_bad_league_config_fails_in_one_line_and_opens_no_run(resources, tmp_path, config, line, materialise,
+                                                                failure_line):
     result = materialise(loong_league, resources, tmp_path, config)
     assert not result.success
     message = failure_line(result)
@@ -92,7 +81,7 @@ def test_a_bad_league_config_fails_in_one_line_and_opens_no_run(resources, tmp_p
     ({"size": 5}, "loong_selfplay_games: size: map side must be in [10, 64], got 5"),
     ({"games": 0}, "loong_selfplay_games: games: must be at least 1, got 0"),
 ])
-def test_a_bad_selfplay_config_fails_in_one_line(tmp_path, config, line):
+def test_a_bad_selfplay_config_fails_in_one_line(tmp_path, config, line, materialise, failure_line):
     resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
                  "profile": ProfileResource(name="test")}
     (tmp_path / "dagster").mkdir()

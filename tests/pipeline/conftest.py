@@ -1,0 +1,29 @@
+"""Helpers shared by the pipeline tests, as fixtures: materialise one asset with a config in a throwaway
+Dagster instance, and read the one-line failure a step raised."""
+
+import dagster as dg
+import pytest
+
+
+def _materialise(asset, resources, tmp, config):
+    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        return dg.materialize([asset], resources=resources, instance=instance, raise_on_error=False,
+                              run_config={"ops": {asset.key.to_user_string(): {"config": config}}})
+
+
+def _failure_line(result) -> str:
+    failures = [e.step_failure_data for e in result.all_events if e.is_step_failure]
+    assert len(failures) == 1, failures
+    return failures[0].user_failure_data.description
+
+
+@pytest.fixture
+def materialise():
+    """``materialise(asset, resources, tmp_path, config) -> ExecuteInProcessResult`` (errors not raised)."""
+    return _materialise
+
+
+@pytest.fixture
+def failure_line():
+    """``failure_line(result) -> str``: the description of the run's one step failure."""
+    return _failure_line
