@@ -9,9 +9,10 @@
 //   spawn    spawn period (0 = no tile) and the countdown as seen at that round (after the round's tick)
 //   pearl    0/1
 //   occupant none / ally body / ally head / enemy body / enemy head, with the dragon's id
-// Today only own sight (CORE_SRC_SIGHT) fills them: every cell of the 7 x 7 window, all four groups.
-// CORE_SRC_REPORT (a teammate's sonar report) and CORE_SRC_INFERRED (filled by map symmetry; edges and
-// spawns only, never positions) are reserved for later parts and never written yet.
+// core_world_update writes own sight (CORE_SRC_SIGHT): every cell of the 7 x 7 window, all four groups.
+// CORE_SRC_REPORT (a teammate's sonar report, with its original round) is written by relay.c's merge rules
+// (docs/expert-core-relay.md); CORE_SRC_INFERRED (map symmetry; edges and spawns only, never positions) is
+// reserved: symmetry.c keeps its fill in its own view and never writes the world.
 #pragma once
 #include <stdint.h>
 
@@ -20,7 +21,7 @@
 enum core_source {
     CORE_SRC_NONE = 0,      // never seen: the group holds the unknown fill below
     CORE_SRC_SIGHT = 1,     // the dragon's own 7 x 7 window
-    CORE_SRC_REPORT = 2,    // a teammate's sonar report (not written yet: the sonar part)
+    CORE_SRC_REPORT = 2,    // a teammate's sonar report (relay.c)
     CORE_SRC_INFERRED = 3,  // inferred by map symmetry (not written yet: the belief part)
 };
 
