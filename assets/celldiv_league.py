@@ -9,7 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
 from ops import celldiv_league as league_op
 from ops.plots import league_png
@@ -51,9 +51,12 @@ def league_metadata(report, png, tracker, mlflow: MlflowResource) -> dict:
 
 
 def run_league(context, config: league_op.LeagueConfig, asset_name: str, mlflow: MlflowResource,
-               store: ArtifactStoreResource, profile: str):
-    """Check the config, then play, plot, log to MLflow, publish; returns (report, metadata)."""
+               store: ArtifactStoreResource, profile: str, execution: ExecutionResource,
+               trained: tuple[str, int] | None = None):
+    """Check the config, then play (on the execution resource's backend), plot, log to MLflow, publish;
+    returns (report, metadata). ``trained``: (artifact root, teacher simulations) for the workers."""
     validated(asset_name, league_op.check_config, config)  # before the run opens: no FAILED run is left
+    executor = execution.executor(asset_name)
     version = version_id(context)
     out = store.store().dir(GROUP, asset_name, version)
     with mlflow.run(context, GROUP, profile) as tracker:
@@ -62,9 +65,9 @@ def run_league(context, config: league_op.LeagueConfig, asset_name: str, mlflow:
         pairs = len(config.players) * (len(config.players) - 1) // 2
 
         def progress(done: int, total: int) -> None:
-            context.log.info(f"{asset_name}: pairing {done}/{total} done")
+            context.log.info(f"{asset_name}: pairing {done}/{total} done ({executor.backend} x{executor.workers})")
 
-        report = league_op.run(config, progress=progress)
+        report = league_op.run(config, progress=progress, executor=executor, trained=trained)
         (out / "league.json").write_text(json.dumps(report.as_dict(), indent=2))
         png = league_png(report.result, out / "league.png", f"{asset_name}: {config.games} games a pairing")
         tracker.log_metrics({f"elo_{r.player}": r.elo for r in report.result.ratings})
@@ -84,12 +87,14 @@ def celldiv_tier_league(
     mlflow: MlflowResource,
     artifact_store: ArtifactStoreResource,
     profile: ProfileResource,
+    execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of the built-in Cell Division tiers, rated by one Elo fit with 95% intervals."""
     games = config.games if config.games is not None else TIER_GAMES[profile.checked()]
     league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
                                          seed=config.seed)
-    report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store, profile.name)
+    report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store, profile.name,
+                              execution)
     if report.result.failures:
         raise dg.Failure(f"celldiv_tier_league: {len(report.result.failures)} pairings failed: "
                          f"{report.result.failures}", metadata=meta)
@@ -165,6 +170,7 @@ def celldiv_league(
     mlflow: MlflowResource,
     artifact_store: ArtifactStoreResource,
     profile: ProfileResource,
+    execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of every tier and trained model (Elite without search, the teacher with it), with Elo."""
     from ops.celldiv_players import register_store_players
@@ -177,7 +183,8 @@ def celldiv_league(
     context.log.info(f"trained players from the store: {found}")
     games = config.games if config.games is not None else LEAGUE_GAMES[name]
     league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes, seed=config.seed)
-    report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store, name)
+    report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store, name, execution,
+                              trained=(str(artifact_store.store().root), sims))
     meta["trained_players"] = dg.MetadataValue.json({k: str(v) for k, v in found.items()})
     meta["teacher_simulations"] = dg.MetadataValue.int(sims)
     if report.result.failures:

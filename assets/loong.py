@@ -8,8 +8,9 @@ from pydantic import Field
 
 from assets.celldiv_league import version_id
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops import loong_league as league_op
+from ops.execution import WorkFailed
 from ops.plots import league_png
 
 GROUP = "loong"
@@ -81,6 +82,7 @@ def loong_league(
     mlflow: MlflowResource,
     artifact_store: ArtifactStoreResource,
     profile: ProfileResource,
+    execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of registered wasm builds and Python bots on several map sizes and symmetries, with Elo."""
     maps, games, rounds = LEAGUE[profile.checked()]
@@ -99,13 +101,17 @@ def loong_league(
         max_rounds=config.max_rounds if config.max_rounds is not None else rounds,
         seed=config.seed, builds=str(builds_root(artifact_store)))
     factories, loaded = validated("loong_league", league_op.check_config, league)  # before the MLflow run
+    executor = execution.executor("loong_league")
     version = version_id(context)
     out = artifact_store.store().dir(GROUP, "loong_league", version)
     with mlflow.run(context, GROUP, profile.name) as tracker:
         tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps),
                             "games_per_map": league.games_per_map, "max_rounds": league.max_rounds})
-        result = league_op.run(league, progress=lambda d, t: context.log.info(f"loong_league: pairing {d}/{t}"),
-                               factories=factories, maps=loaded)
+
+        def progress(done: int, total: int) -> None:
+            context.log.info(f"loong_league: pairing {done}/{total} done ({executor.backend} x{executor.workers})")
+
+        result = league_op.run(league, progress=progress, factories=factories, maps=loaded, executor=executor)
         doc = {"players": players, "maps": list(league.maps), "ratings": [r.as_dict() for r in result.ratings],
                "pairings": result.table(), "failures": [list(f) for f in result.failures]}
         (out / "league.json").write_text(json.dumps(doc, indent=2))
@@ -153,7 +159,7 @@ class SelfPlayAssetConfig(dg.Config):
 @dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"})
 def loong_selfplay_games(
     context: dg.AssetExecutionContext, config: SelfPlayAssetConfig, artifact_store: ArtifactStoreResource,
-    profile: ProfileResource,
+    profile: ProfileResource, execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Batched self-play games on the tensor simulator, written as reference replays (verified to re-simulate)."""
     from ops.loong_selfplay import SelfPlayConfig, check_config
@@ -165,9 +171,17 @@ def loong_selfplay_games(
                             "team0": config.team0, "team1": config.team1, "scheduler_k": config.scheduler_k,
                             "seed": config.seed})
     validated("loong_selfplay_games", check_config, cfg)
+    executor = execution.executor("loong_selfplay_games")
     version = version_id(context)
     out = artifact_store.store().dir(GROUP, "loong_selfplay_games", version)
-    r = run_selfplay(cfg, out)
+    def progress(name: str, done: int, total: int) -> None:
+        context.log.info(f"loong_selfplay_games: {name} done, batch {done}/{total} ({executor.backend} "
+                         f"x{executor.workers})")
+
+    try:
+        r = run_selfplay(cfg, out, executor=executor, progress=progress)
+    except WorkFailed as e:  # a game batch failed every attempt: named, after the other batches finished
+        raise dg.Failure(f"loong_selfplay_games: {e}") from None
     artifact_store.store().publish(GROUP, "loong_selfplay_games", version)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(out)),

@@ -1,4 +1,5 @@
-"""Resources the assets use: MLflow tracking, the artifact store and the training profile.
+"""Resources the assets use: MLflow tracking, the artifact store, the training profile and where fanned-out
+work runs (execution).
 
 Defaults are embedded: everything lives under the project's ignored ``.arena/`` folder (or
 ``ARENA_HOME``), so a fresh checkout runs with no set-up.
@@ -13,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from ops.execution import Executor, make_executor
 from ops.store import ArtifactStore, arena_home
 from ops.tracking import MlflowTracker, default_tracking_uri, mlflow_run, ui_base
 
@@ -65,3 +67,22 @@ class ProfileResource(dg.ConfigurableResource):
         if self.name not in PROFILES:
             raise dg.Failure(f"profile {self.name!r} is not one of {PROFILES} (set ARENA_PROFILE or the resource)")
         return self.name
+
+
+class ExecutionResource(dg.ConfigurableResource):
+    """Where fanned-out work (league pairings) runs: a local process pool by default; 'ray' on the cluster
+    at ``ray_address``, or on a local Ray of ``workers`` CPUs started here when the address is empty."""
+
+    backend: str = Field(default_factory=lambda: os.environ.get("ARENA_EXECUTION", "local"),
+                         description="'local' (process pool), 'inprocess' or 'ray'; default $ARENA_EXECUTION or local")
+    workers: int = Field(default=2, description="worker processes (local) or tasks in flight (ray)")
+    ray_address: str = Field(default_factory=lambda: os.environ.get("ARENA_RAY_ADDRESS", ""),
+                             description="Ray cluster address ('auto', 'ray://head:10001'); empty: a local Ray "
+                                         "started by the resource (backend 'ray' only); default $ARENA_RAY_ADDRESS")
+
+    def executor(self, asset: str) -> Executor:
+        """The configured executor; a bad setting is a one-line failure naming the field."""
+        try:
+            return make_executor(self.backend, self.workers, self.ray_address)
+        except ValueError as e:
+            raise dg.Failure(f"{asset}: execution resource: {e}", allow_retries=False) from None

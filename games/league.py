@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import combinations
@@ -17,6 +17,8 @@ from itertools import combinations
 from games.stats import MatchTally, Rating, fit_elo
 
 PlayPair = Callable[[str, str, int], MatchTally]  # (a, b, pair seed) -> a's tally against b
+# [(a, b, pair seed), ...] -> (pairing index, a's tally or the error it raised), in the order they finish
+MapPairs = Callable[[list[tuple[str, str, int]]], Iterable[tuple[int, "MatchTally | Exception"]]]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -77,38 +79,63 @@ class LeagueResult:
 
 def round_robin(
     players: Sequence[str],
-    play_pair: PlayPair,
+    play_pair: PlayPair | None,
     *,
     seed: int = 0,
     anchor: str | None = None,
     on_pair_done: Callable[[int, int], None] | None = None,
+    map_pairs: MapPairs | None = None,
 ) -> LeagueResult:
     """Play every pairing once with ``play_pair``; a pairing that raises is recorded as a failure
     and the league goes on (one failing player never takes down the league). Ctrl-C raises
     ``Interrupted`` with the league of the finished pairings (and the finished games of the one being
-    played, when its runner reports them) rated, marked ``interrupted``."""
+    played, when its runner reports them) rated, marked ``interrupted``.
+
+    ``map_pairs``: plays the pairings instead (elsewhere, in any order, e.g. ``ops.execution``); the
+    tallies and failures are kept in pairing order whatever order they finish in."""
     if len(set(players)) != len(players):
         raise ValueError(f"players listed twice: {list(players)}")
     if len(players) < 2:
         raise ValueError(f"a league needs at least two players, got {list(players)}")
-    pairs = list(combinations(players, 2))
-    tallies, failures = [], []
+    if play_pair is None and map_pairs is None:
+        raise ValueError("round_robin needs play_pair or map_pairs")
+    jobs = [(a, b, seed * 1_000_003 + k) for k, (a, b) in enumerate(combinations(players, 2))]
+    if map_pairs is not None:
+        results = map_pairs(jobs)
+    else:
+        results = ((k, _attempt(play_pair, job)) for k, job in enumerate(jobs))
+    done: dict[int, MatchTally | Exception] = {}
     try:
-        for k, (a, b) in enumerate(pairs):
-            try:
-                tally = play_pair(a, b, seed * 1_000_003 + k)
-            except Exception as e:  # noqa: BLE001 - the league survives any one player
-                failures.append((a, b, f"{type(e).__name__}: {e}"))
-            else:
-                tallies.append(tally)
+        for k, outcome in results:
+            done[k] = outcome
             if on_pair_done:
-                on_pair_done(k + 1, len(pairs))
+                on_pair_done(len(done), len(jobs))
     except KeyboardInterrupt as e:
+        tallies, failures = _in_order(jobs, done)
         partial = e.tally if isinstance(e, Interrupted) else None
         if partial is not None and partial.games:
             tallies.append(partial)
         raise Interrupted(_rated(players, tallies, failures, anchor, interrupted=True)) from None
+    tallies, failures = _in_order(jobs, done)
     return _rated(players, tallies, failures, anchor)
+
+
+def _attempt(play_pair: PlayPair, job: tuple[str, str, int]) -> MatchTally | Exception:
+    try:
+        return play_pair(*job)
+    except Exception as e:  # noqa: BLE001 - the league survives any one player
+        return e
+
+
+def _in_order(jobs: list[tuple[str, str, int]], done: dict) -> tuple[list[MatchTally], list[tuple[str, str, str]]]:
+    tallies, failures = [], []
+    for k in sorted(done):
+        a, b, _ = jobs[k]
+        if isinstance(done[k], Exception):
+            failures.append((a, b, f"{type(done[k]).__name__}: {done[k]}"))
+        else:
+            tallies.append(done[k])
+    return tallies, failures
 
 
 def _rated(players: Sequence[str], tallies: list[MatchTally], failures: list, anchor: str | None,

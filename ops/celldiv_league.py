@@ -9,6 +9,7 @@ from games.celldiv.board import PositionError
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import BUILTIN_TIERS, UnknownPlayer, make_player
 from games.league import LeagueResult, round_robin
+from ops.execution import Executor, InProcessExecutor, league_pairings
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,40 @@ def check_config(config: LeagueConfig) -> None:
         raise LeagueConfigError(f"games: must be at least 1, got {config.games}")
 
 
-def run(config: LeagueConfig, progress: Callable[[int, int], None] | None = None) -> LeagueReport:
-    """Play the round robin and fit Elo. A bad config (``check_config``) fails before any game."""
+def play_pairing(a: str, b: str, games: int, sizes: str, trained: tuple[str, int] | None = None, *, seed: int):
+    """One pairing as a work item (picklable, runs in any worker): ``trained`` (artifact root, teacher
+    simulations) registers the store's trained players in this worker first (once per process)."""
+    if trained is not None:
+        register_trained(*trained)
+    return play_match(a, b, games=games, sizes=sizes, seed=seed)
+
+
+_REGISTERED: set[tuple[str, int]] = set()
+
+
+def register_trained(root: str, teacher_simulations: int) -> None:
+    """Register the trained players published under the artifact root ``root``, once per process."""
+    if (root, teacher_simulations) in _REGISTERED:
+        return
+    from pathlib import Path
+
+    from ops.celldiv_players import register_store_players
+    from ops.store import ArtifactStore
+
+    register_store_players(ArtifactStore(Path(root)), teacher_simulations=teacher_simulations)
+    _REGISTERED.add((root, teacher_simulations))
+
+
+def run(config: LeagueConfig, progress: Callable[[int, int], None] | None = None,
+        executor: Executor | None = None, trained: tuple[str, int] | None = None) -> LeagueReport:
+    """Play the round robin and fit Elo. A bad config (``check_config``) fails before any game.
+    ``executor``: where the pairings are played (``ops.execution``; default: in this process);
+    ``trained``: (artifact root, teacher simulations) when trained players take part, so that every worker
+    registers them. The result is the same on every backend and worker count."""
+    if trained is not None:
+        register_trained(*trained)  # check_config below must know the trained players' names
     check_config(config)
-
-    def play_pair(a: str, b: str, pair_seed: int):
-        return play_match(a, b, games=config.games, sizes=config.sizes, seed=pair_seed)
-
-    result = round_robin(config.players, play_pair, seed=config.seed, anchor=config.anchor,
-                         on_pair_done=progress)
+    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, config.games, config.sizes, trained)
+    result = round_robin(config.players, None, seed=config.seed, anchor=config.anchor, on_pair_done=progress,
+                         map_pairs=map_pairs)
     return LeagueReport(config, result)

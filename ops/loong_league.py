@@ -14,6 +14,7 @@ from games.loong.mapgen import load_map_spec
 from games.loong.maps import LoongMap, MapError
 from games.loong.match import UnknownBot, play_series
 from games.stats import MatchTally
+from ops.execution import Executor, InProcessExecutor, league_pairings
 from ops.store import arena_home
 
 DEFAULT_MAPS = ("gen:24x24:lr:seed=1", "gen:32x32:tb:seed=2", "gen:40x40:rot:seed=3")
@@ -103,18 +104,35 @@ def merge(a: str, b: str, tallies: list[MatchTally]) -> MatchTally:
     return out
 
 
+_FACTORIES: dict[LoongLeagueConfig, dict[str, BotFactory]] = {}
+
+
+def play_pairing(a: str, b: str, config: LoongLeagueConfig, maps: list[LoongMap],
+                 factories: Mapping[str, BotFactory] | None = None, *, seed: int) -> MatchTally:
+    """One pairing on every map as a work item: a worker given no ``factories`` resolves the players
+    (and loads the builds) itself, once per process and config."""
+    if factories is None:
+        if config not in _FACTORIES:
+            _FACTORIES[config] = resolve_players(config)
+        factories = _FACTORIES[config]
+    return merge(a, b, [
+        play_series(a, b, m, games=config.games_per_map, seed=seed * 7919 + k, max_rounds=config.max_rounds,
+                    bots=factories).tally
+        for k, m in enumerate(maps)
+    ])
+
+
 def run(config: LoongLeagueConfig, progress: Callable[[int, int], None] | None = None,
-        factories: Mapping[str, BotFactory] | None = None, maps: list[LoongMap] | None = None) -> LeagueResult:
+        factories: Mapping[str, BotFactory] | None = None, maps: list[LoongMap] | None = None,
+        executor: Executor | None = None) -> LeagueResult:
     """Play the round robin on every map and fit Elo (anchored on ``random`` when it plays).
-    ``factories`` and ``maps``: what ``check_config`` returned (resolved and loaded here if not given)."""
+    ``factories`` and ``maps``: what ``check_config`` returned (resolved and loaded here if not given).
+    ``executor``: where the pairings are played (``ops.execution``; default: in this process, with
+    ``factories``); workers elsewhere resolve the players from the config. The same result on every backend."""
+    executor = executor or InProcessExecutor()
     factories = dict(factories) if factories is not None else resolve_players(config)
     maps = maps if maps is not None else load_maps(config)
-
-    def play_pair(a: str, b: str, pair_seed: int) -> MatchTally:
-        return merge(a, b, [
-            play_series(a, b, m, games=config.games_per_map, seed=pair_seed * 7919 + k,
-                        max_rounds=config.max_rounds, bots=factories).tally
-            for k, m in enumerate(maps)
-        ])
-
-    return round_robin(config.players, play_pair, seed=config.seed, anchor="random", on_pair_done=progress)
+    shipped = factories if executor.backend == "inprocess" else None  # factories hold compiled code: not sent
+    map_pairs = league_pairings(executor, play_pairing, config, maps, shipped)
+    return round_robin(config.players, None, seed=config.seed, anchor="random", on_pair_done=progress,
+                       map_pairs=map_pairs)

@@ -3,13 +3,16 @@ reference replay format (each replay re-simulates exactly in the reference engin
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from games.loong.mapgen import generate_map
 from games.loong.maps import MAX_SIDE, MIN_SIDE
 from games.loong.replay import load_replay, save_replay, verify_replay
+from ops.execution import Executor, InProcessExecutor, WorkItem, gather
 
 SYMMETRIES = ("lr", "tb", "rot")
 POLICIES = ("random", "chaos")
@@ -72,20 +75,47 @@ def policy(name: str):
     return known[name]()
 
 
-def run(config: SelfPlayConfig, out_dir: Path) -> SelfPlayResult:
-    """Play, write one replay per game under ``out_dir``, and re-simulate the first in the reference engine."""
+def play_games(config: SelfPlayConfig, first: int, count: int, threads: int | None = None, *, seed: int):
+    """Games ``first`` .. ``first + count - 1`` of the config as one work item: (match results, dragon turns).
+    Each game's map and seed derive from ``seed`` and its number alone, so any split gives the same games.
+    ``threads``: torch threads of this worker (one a worker when several share the cores)."""
     from gpu.loong_play import play_batched_games
 
-    check_config(config)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     pols = (policy(config.team0), policy(config.team1))
-    maps = [generate_map(config.size, config.size, SYMMETRIES[g % 3], seed=config.seed * 100_003 + g)
-            for g in range(config.games)]
-    seeds = [config.seed * 1_000_003 + g for g in range(config.games)]
+    games = range(first, first + count)
+    maps = [generate_map(config.size, config.size, SYMMETRIES[g % 3], seed=seed * 100_003 + g) for g in games]
+    seeds = [seed * 1_000_003 + g for g in games]
     stats: dict = {}
-    t0 = time.perf_counter()
     matches = play_batched_games(maps, pols, seeds, max_rounds=config.max_rounds, batch_size=config.batch_size,
                                  scheduler_k=config.scheduler_k or None, stats=stats)
-    out = SelfPlayResult(seconds=time.perf_counter() - t0, turns=int(stats.get("turns", 0)))
+    return matches, int(stats.get("turns", 0))
+
+
+def work_items(config: SelfPlayConfig, workers: int, threads: int | None = None) -> list[WorkItem]:
+    """The games in batches of at most ``batch_size``, split further so that every worker gets one."""
+    per = max(1, min(config.batch_size, math.ceil(config.games / workers)))
+    return [WorkItem(f"games {g}-{min(g + per, config.games) - 1}", play_games,
+                     (config, g, min(per, config.games - g), threads), seed=config.seed)
+            for g in range(0, config.games, per)]
+
+
+def run(config: SelfPlayConfig, out_dir: Path, executor: Executor | None = None,
+        progress: Callable[[str, int, int], None] | None = None) -> SelfPlayResult:
+    """Play, write one replay per game under ``out_dir``, and re-simulate the first in the reference engine.
+    ``executor``: where the game batches are played (default: in this process); the same replays on every
+    backend and worker count. ``progress(batch name, done, total)`` as each batch finishes."""
+    check_config(config)
+    executor = executor or InProcessExecutor()
+    threads = None if executor.backend == "inprocess" else 1
+    t0 = time.perf_counter()
+    batches = gather(executor, work_items(config, executor.workers, threads),
+                     on_done=(lambda o, done, total: progress(o.name, done, total)) if progress else None)
+    matches = [m for batch, _ in batches for m in batch]
+    out = SelfPlayResult(seconds=time.perf_counter() - t0, turns=sum(turns for _, turns in batches))
     out_dir.mkdir(parents=True, exist_ok=True)
     w = [0, 0, 0]
     for g, m in enumerate(matches):

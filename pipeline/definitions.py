@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets import celldiv_league, celldiv_training, loong
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
 ASSET_MODULES = [celldiv_league, celldiv_training, loong]
 
@@ -54,5 +54,6 @@ defs = dg.Definitions(
         "mlflow": MlflowResource(),
         "artifact_store": ArtifactStoreResource(),
         "profile": ProfileResource(),
+        "execution": ExecutionResource(),
     },
 )

@@ -9,7 +9,7 @@ import dagster as dg
 import mlflow
 import pytest
 
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.tracking import git_commit
 from pipeline.definitions import defs
 
@@ -32,6 +32,7 @@ def materialise_graph(tmp):
         "mlflow": MlflowResource(tracking_uri=uri),
         "artifact_store": ArtifactStoreResource(root=str(tmp / "artifacts")),
         "profile": ProfileResource(name="test"),
+        "execution": ExecutionResource(backend="local", workers=2),
     }
     assets = [a for a in defs.assets if a.key.to_user_string() in TRAINING]
     (tmp / "dagster").mkdir()

@@ -12,7 +12,7 @@ import pytest
 from assets.celldiv_league import celldiv_league, celldiv_tier_league
 from assets.celldiv_training import celldiv_elite_onnx
 from assets.loong import loong_league
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.tracking import git_commit
 from pipeline.definitions import defs
 
@@ -22,7 +22,7 @@ def test_definitions_load_with_jobs_schedule_and_resources():
     repo = defs.get_repository_def()
     assert repo.has_job("main_job")
     assert any(s.name == "nightly_celldiv_league" for s in repo.schedule_defs)
-    assert {"mlflow", "artifact_store", "profile"} <= set(defs.resources)
+    assert {"mlflow", "artifact_store", "profile", "execution"} <= set(defs.resources)
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert "celldiv_tier_league" in keys
 
@@ -54,6 +54,7 @@ def tmp_resources(tmp_path, monkeypatch):
         "mlflow": MlflowResource(tracking_uri=uri),
         "artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "profile": ProfileResource(name="test"),
+        "execution": ExecutionResource(backend="inprocess"),
     }, uri, tmp_path
 
 
@@ -90,6 +91,38 @@ def test_tier_league_materialises_and_logs_to_mlflow(tmp_resources, materialise)
         "git_commit": git_commit()}
     assert run.info.artifact_uri.startswith((tmp / "arena" / "mlartifacts" / "arena-celldiv").as_uri())
     assert {a.path for a in mlflow.MlflowClient().list_artifacts(run_id)} == {"league.json", "league.png"}
+
+
+def test_tier_league_on_the_pool_logs_every_pairing_and_matches_in_process(tmp_resources):
+    resources, _, tmp = tmp_resources
+    config = {"players": ["random", "easy", "medium"], "games": 2, "sizes": "4"}
+    tables = []
+    for execution in (ExecutionResource(backend="inprocess", workers=1), ExecutionResource(backend="local", workers=2)):
+        with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+            result = dg.materialize([celldiv_tier_league], resources={**resources, "execution": execution},
+                                    instance=instance, run_config={"ops": {"celldiv_tier_league": {"config": config}}})
+            logs = [e.user_message for e in instance.all_logs(result.run_id) if "pairing" in e.user_message]
+        label = f"({execution.backend} x{execution.workers})"
+        assert logs == [f"celldiv_tier_league: pairing {k}/3 done {label}" for k in (1, 2, 3)]
+        league = json.loads((Path(result.asset_materializations_for_node("celldiv_tier_league")[0]
+                                  .metadata["path"].value) / "league.json").read_text())
+        tables.append([{k: v for k, v in row.items() if "latency" not in k} for row in league["pairings"]]
+                      + league["ratings"])
+    assert tables[0] == tables[1]
+
+
+@pytest.mark.parametrize("execution, line", [
+    (ExecutionResource(backend="cluster"), "celldiv_tier_league: execution resource: backend: unknown 'cluster'"),
+    (ExecutionResource(backend="local", workers=0), "celldiv_tier_league: execution resource: workers: must be at"),
+])
+def test_a_bad_execution_resource_fails_in_one_line(tmp_resources, execution, line, materialise, failure_line):
+    resources, uri, tmp = tmp_resources
+    result = materialise(celldiv_tier_league, {**resources, "execution": execution}, tmp,
+                         {"players": ["random", "easy"], "games": 2})
+    assert not result.success
+    message = failure_line(result)
+    assert message.startswith(line) and "\n" not in message
+    assert tracked_runs(uri) == []
 
 
 @pytest.mark.parametrize("config, line", [

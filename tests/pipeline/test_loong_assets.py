@@ -10,7 +10,7 @@ import mlflow
 import pytest
 
 from assets.loong import loong_league, loong_selfplay_games, loong_wasm_build
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
 
 @pytest.fixture
@@ -22,6 +22,7 @@ def resources(tmp_path, monkeypatch):
         "mlflow": MlflowResource(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
         "artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "profile": ProfileResource(name="test"),
+        "execution": ExecutionResource(backend="local", workers=2),
     }
 
 
@@ -83,7 +84,7 @@ def test_a_bad_league_config_fails_in_one_line_and_opens_no_run(resources, tmp_p
 ])
 def test_a_bad_selfplay_config_fails_in_one_line(tmp_path, config, line, materialise, failure_line):
     resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-                 "profile": ProfileResource(name="test")}
+                 "profile": ProfileResource(name="test"), "execution": ExecutionResource(backend="inprocess")}
     (tmp_path / "dagster").mkdir()
     result = materialise(loong_selfplay_games, resources, tmp_path, config)
     assert not result.success
@@ -95,10 +96,17 @@ def test_selfplay_games_write_verified_replays(tmp_path):
     from games.loong.replay import load_replay, verify_replay
 
     resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-                 "profile": ProfileResource(name="test")}
-    result = dg.materialize([loong_selfplay_games], resources=resources,
-                            run_config={"ops": {"loong_selfplay_games": {"config": {"team1": "chaos"}}}})
+                 "profile": ProfileResource(name="test"), "execution": ExecutionResource(backend="local", workers=2)}
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        result = dg.materialize([loong_selfplay_games], resources=resources, instance=instance,
+                                run_config={"ops": {"loong_selfplay_games": {"config": {"team1": "chaos"}}}})
+        logs = [e.user_message for e in instance.all_logs(result.run_id) if "batch" in e.user_message]
     assert result.success
+    # one line a finished batch (of 2 items on 2 workers), in the order they finished
+    assert sorted(m.split(", batch")[0] for m in logs) == ["loong_selfplay_games: games 0-1 done",
+                                                            "loong_selfplay_games: games 2-2 done"]
+    assert [m.split("batch ")[1] for m in logs] == ["1/2 (local x2)", "2/2 (local x2)"]
     meta = result.asset_materializations_for_node("loong_selfplay_games")[0].metadata
     replays = sorted(Path(meta["path"].value).glob("*.json"))
     assert len(replays) == meta["games"].value == 3

@@ -1,0 +1,245 @@
+"""The execution seam: item order whatever the finish order, retries of raised errors and of a worker killed
+by its pid (finished items never rerun), failures named, and the leagues identical on every backend."""
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from games.league import Interrupted, round_robin
+from games.stats import MatchTally
+from ops import celldiv_league, loong_league, loong_selfplay
+from ops.execution import (
+    MAX_ATTEMPTS,
+    InProcessExecutor,
+    PoolExecutor,
+    RayExecutor,
+    WorkFailed,
+    WorkItem,
+    gather,
+    league_pairings,
+    make_executor,
+    shutdown_ray,
+)
+
+
+# -- work items (module level: a spawned worker imports them) ----------------------------------------
+def square_after(delay: float, *, seed: int) -> int:
+    time.sleep(delay)
+    return seed * seed
+
+
+def count_run(folder: str, name: str, *, seed: int) -> int:
+    """Append this run to folder/name.runs and return the seed."""
+    with open(Path(folder) / f"{name}.runs", "a") as f:
+        f.write(f"{os.getpid()}\n")
+    return seed
+
+
+def victim(folder: str, *, seed: int) -> int:
+    """First run: record the pid and sleep until killed. Later runs: return at once."""
+    pids = Path(folder) / "victim.pids"
+    first = not pids.exists()
+    with open(pids, "a") as f:
+        f.write(f"{os.getpid()}\n")
+    if first:
+        time.sleep(60)
+    return seed + 1000
+
+
+def suicide(folder: str, *, seed: int) -> int:
+    """Every run kills its own worker process."""
+    with open(Path(folder) / "suicide.runs", "a") as f:
+        f.write(f"{os.getpid()}\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+    return seed
+
+
+def flaky(folder: str, fails: int, *, seed: int) -> int:
+    """Raise for the first ``fails`` runs, then return the seed."""
+    runs = Path(folder) / "flaky.runs"
+    n = len(runs.read_text().splitlines()) if runs.exists() else 0
+    runs.write_text("x\n" * (n + 1))
+    if n < fails:
+        raise RuntimeError(f"flaky run {n}")
+    return seed
+
+
+def tally_or_sleep(a: str, b: str, folder: str, *, seed: int) -> MatchTally:
+    """A won game, or (against 'slow') the pid recorded and a long sleep."""
+    if b == "slow":
+        with open(Path(folder) / "slow.pids", "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(60)
+    return MatchTally(a, b, 1, 0, 0, [1.0])
+
+
+def runs(folder: Path, name: str) -> int:
+    p = folder / f"{name}.runs"
+    return len(p.read_text().splitlines()) if p.exists() else 0
+
+
+# -- the seam ------------------------------------------------------------------------------------------
+def test_results_come_in_item_order_whatever_order_they_finish():
+    items = [WorkItem(f"item{k}", square_after, (0.3 if k == 0 else 0.0,), seed=k) for k in range(4)]
+    pool = PoolExecutor(2)
+    finished = [o.index for o in pool.run(items)]
+    assert finished[0] != 0 and sorted(finished) == [0, 1, 2, 3]  # item 0 finished after the others
+    assert gather(pool, items) == gather(InProcessExecutor(), items) == [0, 1, 4, 9]
+
+
+def test_a_raised_error_is_retried_then_reported_by_name(tmp_path):
+    ok = [WorkItem("flaky", flaky, (str(tmp_path), MAX_ATTEMPTS - 1), seed=7)]
+    assert gather(InProcessExecutor(), ok) == [7] and runs(tmp_path, "flaky") == MAX_ATTEMPTS
+    (tmp_path / "flaky.runs").unlink()
+    items = [WorkItem("first", count_run, (str(tmp_path), "first"), seed=1),
+             WorkItem("always-bad", flaky, (str(tmp_path), 99), seed=2)]
+    with pytest.raises(WorkFailed, match=rf"always-bad failed after {MAX_ATTEMPTS} attempts: RuntimeError: flaky"):
+        gather(PoolExecutor(2), items)
+    assert runs(tmp_path, "flaky") == MAX_ATTEMPTS and runs(tmp_path, "first") == 1
+
+
+def test_a_killed_worker_has_its_item_retried_and_finished_items_are_not_rerun(tmp_path):
+    folder = str(tmp_path)
+    items = [WorkItem("quick0", count_run, (folder, "quick0"), seed=0),
+             WorkItem("quick1", count_run, (folder, "quick1"), seed=1),
+             WorkItem("victim", victim, (folder,), seed=2),
+             WorkItem("quick3", count_run, (folder, "quick3"), seed=3)]
+    killed: list[int] = []
+
+    def killer():
+        pids, deadline = tmp_path / "victim.pids", time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = all(runs(tmp_path, n) for n in ("quick0", "quick1", "quick3"))
+            if done and pids.exists() and pids.read_text().strip():
+                pid = int(pids.read_text().split()[0])
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    outcomes = {o.index: o for o in PoolExecutor(2).run(items)}
+    thread.join()
+    assert killed, "the victim never started"
+    assert [outcomes[k].value for k in range(4)] == [0, 1, 1002, 3]
+    assert outcomes[2].attempts == 2 and all(outcomes[k].attempts == 1 for k in (0, 1, 3))
+    victim_pids = [int(p) for p in (tmp_path / "victim.pids").read_text().split()]
+    assert len(victim_pids) == 2 and victim_pids[0] == killed[0] != victim_pids[1]
+    assert [runs(tmp_path, n) for n in ("quick0", "quick1", "quick3")] == [1, 1, 1]  # finished: never rerun
+
+
+def test_a_worker_that_always_dies_is_reported_by_name_and_the_rest_finish(tmp_path):
+    folder = str(tmp_path)
+    items = [WorkItem("fine", count_run, (folder, "fine"), seed=5), WorkItem("doomed", suicide, (folder,), seed=6)]
+    with pytest.raises(WorkFailed, match=rf"doomed failed after {MAX_ATTEMPTS} attempts: BrokenProcessPool") as e:
+        gather(PoolExecutor(1), items)
+    assert [o.name for o in e.value.failed] == ["doomed"]
+    assert runs(tmp_path, "suicide") == MAX_ATTEMPTS and runs(tmp_path, "fine") == 1
+
+
+def test_ctrl_c_during_a_pool_league_keeps_the_finished_pairings_and_stops_the_workers(tmp_path):
+    def when_both_sleep() -> None:
+        pids, deadline = tmp_path / "slow.pids", time.monotonic() + 30
+        while time.monotonic() < deadline and not (pids.exists() and len(pids.read_text().split()) == 2):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def press_ctrl_c(done: int, total: int) -> None:
+        if done == 3:  # (a, b), (a, c), (b, c) done; both workers now sleep against 'slow'
+            threading.Thread(target=when_both_sleep).start()
+
+    with pytest.raises(Interrupted) as e:
+        round_robin(("a", "b", "c", "slow"), None, on_pair_done=press_ctrl_c,
+                    map_pairs=league_pairings(PoolExecutor(2), tally_or_sleep, str(tmp_path)))
+    league = e.value.partial
+    assert league.interrupted and [(t.a, t.b) for t in league.tallies] == [("a", "b"), ("a", "c"), ("b", "c")]
+    pids = [int(p) for p in (tmp_path / "slow.pids").read_text().split()]
+    assert len(pids) == 2
+    for pid in pids:  # the sleeping workers were stopped, not left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_bad_backend_and_worker_counts_are_refused():
+    with pytest.raises(ValueError, match="backend: unknown 'cluster'"):
+        make_executor("cluster")
+    with pytest.raises(ValueError, match="workers: must be at least 1, got 0"):
+        make_executor("local", workers=0)
+    assert make_executor("inprocess").backend == "inprocess" and make_executor().workers == 2
+
+
+# -- the leagues ----------------------------------------------------------------------------------------
+def table_bytes(result) -> bytes:
+    """The league table and ratings as bytes, without the move timings (which differ run to run)."""
+    rows = [{k: v for k, v in row.items() if "latency" not in k} for row in result.table()]
+    return json.dumps({"pairings": rows, "ratings": [r.as_dict() for r in result.ratings],
+                       "failures": result.failures}, sort_keys=True).encode()
+
+
+def test_celldiv_league_is_the_same_in_process_and_on_two_workers():
+    config = celldiv_league.LeagueConfig(players=("random", "easy", "medium"), games=4, sizes="4", seed=3)
+    done = []
+    one = celldiv_league.run(config, progress=lambda d, t: done.append((d, t)), executor=InProcessExecutor())
+    two = celldiv_league.run(config, executor=PoolExecutor(2))
+    assert done == [(1, 3), (2, 3), (3, 3)]
+    assert table_bytes(one.result) == table_bytes(two.result)
+    assert [(t.a, t.b, t.games) for t in two.result.tallies] == [("random", "easy", 4), ("random", "medium", 4),
+                                                                 ("easy", "medium", 4)]
+
+
+def test_loong_league_is_the_same_in_process_and_on_two_workers():
+    config = loong_league.LoongLeagueConfig(players=("foil", "random"), maps=("gen:16x16:lr:seed=1",),
+                                            games_per_map=2, max_rounds=30, seed=1)
+    one = loong_league.run(config, executor=InProcessExecutor())
+    two = loong_league.run(config, executor=PoolExecutor(2))
+    assert table_bytes(one) == table_bytes(two) and len(two.tallies) == 1
+
+
+def test_a_failing_pairing_is_a_league_failure_on_the_pool(tmp_path):
+    config = celldiv_league.LeagueConfig(players=("random", "easy"), games=2, sizes="4")
+    result = round_robin(config.players, None, map_pairs=league_pairings(
+        PoolExecutor(2), celldiv_league.play_pairing, config.games, "4,99"))
+    assert result.tallies == [] and result.failures[0][:2] == ("random", "easy")
+    assert "PositionError" in result.failures[0][2]
+
+
+SELFPLAY = loong_selfplay.SelfPlayConfig(games=3, size=12, team1="chaos", max_rounds=20, batch_size=3, seed=2)
+
+
+def replay_bytes(result) -> list[bytes]:
+    return [p.read_bytes() for p in result.replays]
+
+
+def test_selfplay_gives_the_same_replays_in_process_and_on_two_workers(tmp_path):
+    one = loong_selfplay.run(SELFPLAY, tmp_path / "one", executor=InProcessExecutor())
+    two = loong_selfplay.run(SELFPLAY, tmp_path / "two", executor=PoolExecutor(2))
+    assert [i.name for i in loong_selfplay.work_items(SELFPLAY, 2)] == ["games 0-1", "games 2-2"]
+    assert len(one.replays) == 3 and replay_bytes(one) == replay_bytes(two)
+    assert (one.wins, one.turns) == (two.wins, two.turns)
+
+
+def test_ray_plays_the_league_and_selfplay_like_the_local_pool(tmp_path, monkeypatch):
+    config = celldiv_league.LeagueConfig(players=("random", "easy", "medium"), games=4, sizes="4", seed=5)
+    home = Path(tempfile.mkdtemp(prefix="arena-", dir="/tmp"))  # short: Ray's socket paths are limited
+    monkeypatch.setenv("ARENA_HOME", str(home))
+    try:
+        ray = RayExecutor(2)
+        on_ray = celldiv_league.run(config, executor=ray)
+        ray_games = loong_selfplay.run(SELFPLAY, tmp_path / "ray", executor=ray)
+        shutdown_ray()
+        assert any((home / "ray").glob("session_*"))  # the local Ray kept its files under ARENA_HOME
+    finally:
+        shutdown_ray()
+        shutil.rmtree(home, ignore_errors=True)
+    local = celldiv_league.run(config, executor=PoolExecutor(2))
+    assert table_bytes(on_ray.result) == table_bytes(local.result)
+    local_games = loong_selfplay.run(SELFPLAY, tmp_path / "local", executor=PoolExecutor(2))
+    assert len(ray_games.replays) == 3 and replay_bytes(ray_games) == replay_bytes(local_games)
