@@ -21,13 +21,16 @@ from bot.native import CORE_DIR, SANITIZE_FLAGS, default_cache, load_native, nat
 
 FILTERS_SOURCES = (CORE_DIR / "world.c", CORE_DIR / "filters.c")
 FILTERS_WASM_EXPORTS = ("fcore_obs_buffer", "fcore_dump_buffer", "fcore_reset", "fcore_step", "fcore_report_length",
-                        "fcore_dump")
+                        "fcore_dump", "fcore_units", "fcore_world_step", "fcore_set_units", "fcore_body",
+                        "fcore_body_cells", "fcore_body_index", "fcore_joined")
 FILTERS_WASM_FLAGS = ("-DCORE_FILTERS_TEST_EXPORTS",)
 MASS = 1 << 20  # CORE_F_MASS: a filter's total head weight
 Q16 = 65536
 CAP = 4096  # CORE_F_CAP
+CELLS = 64 * 64  # CORE_MAX_CELLS
 HEADING_UNKNOWN = 4
 FF_SEEN, FF_HEAD_SEEN, FF_EXACT_LENGTH, FF_CAP_DROP, FF_LOST, FF_ALLY, FF_QUEEN = 1, 2, 4, 8, 16, 32, 64
+FF_BUDGET_DROP = 128  # the work budget made the filter uniform out of view since the last pin
 STATE_DTYPE = np.dtype([("cell", "<u2"), ("heading", "u1"), ("zero", "u1"), ("weight", "<u4")])
 BODY_DTYPE = np.dtype([("cell", "<u2"), ("index", "u1"), ("zero", "u1")])
 _DUMP_HEAD, _TRACK_HEAD = 56, 40
@@ -42,7 +45,9 @@ def filters_library(*, sanitize: bool = False, cache: Path | None = None) -> cty
     sigs = {"core_filters_reset": ([p], None), "core_world_reset": ([p], None), "core_world_size": ([], u32),
             "core_filters_size": ([], u32), "core_filters_step": ([p, p, p, u32], u32),
             "core_filters_report_length": ([p, u32, u32, u32], u32), "core_filters_dump_size": ([p], u32),
-            "core_filters_dump": ([p, p, u32], u32), "core_filters_batch": ([p, p, p, u32, u32p, u32, p], u32)}
+            "core_filters_dump": ([p, p, u32], u32), "core_filters_batch": ([p, p, p, u32, u32p, u32, p], u32),
+            "core_filters_set_units": ([p, u32], None),
+            "core_filters_body": ([p, p, u32, ctypes.c_int32, p, p, u32, u32p], u32)}
     for name, (args, res) in sigs.items():
         getattr(lib, name).argtypes, getattr(lib, name).restype = args, res
     return lib
@@ -62,8 +67,22 @@ class NativeFilters:
         """Fold one observation into the world, then the filters; the world's code (0 ok)."""
         return self.lib.core_filters_step(self._filters, self._world, obs, len(obs))
 
+    def set_units(self, units: int) -> None:
+        """The work budget of every later turn in units (0: the default CORE_F_UNITS)."""
+        self.lib.core_filters_set_units(self._filters, units)
+
     def report_length(self, dragon_id: int, length: int, rnd: int) -> bool:
         return bool(self.lib.core_filters_report_length(self._filters, dragon_id, length, rnd))
+
+    def body(self, dragon_id: int, head_cell: int = -1) -> tuple[list[int], list[int], int]:
+        """The predicted body of a dragon for a head on ``head_cell`` (-1: its filter's most likely state): cells head
+        first, their index behind the head, and how many of them are the joined way (the head included)."""
+        cells = (ctypes.c_uint16 * CELLS)()
+        index = (ctypes.c_uint8 * CELLS)()
+        joined = ctypes.c_uint32()
+        n = self.lib.core_filters_body(self._filters, self._world, dragon_id, head_cell, cells, index, CELLS,
+                                       ctypes.byref(joined))
+        return list(cells[:n]), list(index[:n]), joined.value
 
     def dump(self) -> bytes:
         n = self.lib.core_filters_dump_size(self._filters)
@@ -95,13 +114,13 @@ def parse_filters_dump(dump: bytes) -> tuple[dict, list[dict]]:
     """A filters dump as (header, tracks); each track a dict with its fields, "body" and "states" arrays."""
     if len(dump) < _DUMP_HEAD or dump[:4] != b"LGFL":
         raise ValueError(f"filters dump: {len(dump)} bytes, not a dump (magic {dump[:4]!r})")
-    version, header, rnd, self_id, team, w, h, _, active, dropped, full, lost, bdrops, cdrops, size, coarsened = \
-        struct.unpack_from("<HHIIBBBBIIIIIIII", dump, 4)
+    (version, header, rnd, self_id, team, w, h, _, active, dropped, full, lost, bdrops, cdrops, size, coarsened,
+     budget_drops) = struct.unpack_from("<HHIIBBBBIIIIIIIII", dump, 4)
     if (version, header) != (1, _DUMP_HEAD) or size != len(dump):
         raise ValueError(f"filters dump: version {version}, header {header}, size {size} != {len(dump)} bytes")
     head = {"round": rnd, "self_id": self_id, "team": team, "width": w, "height": h, "active": active,
             "tracks_dropped": dropped, "table_full": full, "lost_resets": lost, "bound_drops": bdrops,
-            "cap_drops": cdrops, "coarsened": coarsened}
+            "cap_drops": cdrops, "coarsened": coarsened, "budget_drops": budget_drops}
     tracks, p = [], _DUMP_HEAD
     for _ in range(active):
         (tid, tteam, flags, _, _, length, length_round, seen_round, head_round, body_n, length_hi, alive, n, tb, tc,

@@ -19,6 +19,7 @@ void core_filters_reset(core_filters *f) {
     f->self_id = CORE_NO_DRAGON;
     f->team = 255;
     for (uint32_t i = 0; i < CORE_F_TRACKS; i++) track_clear(&f->t[i]);
+    for (uint32_t c = 0; c < CORE_MAX_CELLS; c++) f->dist[c] = 255;
 }
 
 uint32_t core_filters_size(void) { return (uint32_t)sizeof(core_filters); }
@@ -36,10 +37,14 @@ static inline uint32_t plain(uint32_t c, uint32_t d, uint32_t W, uint32_t H) {
 // (an edge's two sides agree; a portal side's partner gives the crossing of the side facing it); unknown: open.
 static void build_crossings(core_filters *f, const core_world *w) {
     uint32_t W = w->width, H = w->height;
-    for (uint32_t c = 0; c < W * H; c++) {
+    for (uint32_t c = 0, x = 0, y = 0; c < W * H; c++) {
         const core_cell *m = &w->cells[c];
+        uint32_t nb[4];  // the torus neighbours N, E, S, W without a division (x, y follow c)
+        nb[LOONG_N] = y ? c - W : c + (H - 1) * W, nb[LOONG_S] = y + 1 < H ? c + W : x;
+        nb[LOONG_E] = x + 1 < W ? c + 1 : c - x, nb[LOONG_W] = x ? c - 1 : c + W - 1;
+        if (++x == W) x = 0, y++;
         for (uint32_t d = 0; d < 4; d++) {
-            uint32_t to = plain(c, d, W, H), head = d;
+            uint32_t to = nb[d], head = d;
             uint32_t e = m->edge[d];
             if (e == LOONG_KELP) {
                 head = KELP_HEAD;
@@ -117,42 +122,92 @@ static uint32_t length_high(const core_track *t, uint32_t round) {
     return (L ? L : 1) + (since + CORE_F_GROWTH_ROUNDS - 1) / CORE_F_GROWTH_ROUNDS;
 }
 
-// Predict one round: R = stay * m0 + move * m1 + sprint * mean(m2..mK), K = ceil(L/4) + L - 1.
+// The sprint kernel g(d) = sum over k = max(d, 2) .. K of 2^20 / (2k^2 + 2k + 1): a k-step sprint spread evenly over
+// the diamond of radius k around its start (2k^2 + 2k + 1 cells), averaged over k = 2..K (up to the common factor
+// 1/(K - 1), which the normalisation below removes). Integer floors; g(0) = g(1) = g(2).
+static void sprint_kernel(uint32_t *g, uint32_t K) {
+    uint32_t acc = 0;
+    for (uint32_t d = K + 1; d-- > 0;) {
+        if (d >= 2) acc += (1u << 20) / (2 * d * d + 2 * d + 1);
+        g[d] = acc;
+    }
+}
+
+// The sprint part of a round, merged per end cell (the cost cut of issue 10 item 2.3): one breadth-first search from
+// the cells of the support over the crossings not known as kelp, depth K. A cell at distance d gets
+// carried(c) * g(d), carried = the largest cell weight among the sources at distance d (the max over its predecessors
+// in the search: independent of the order), normalised to the sprint share `total`. Every cell within K steps of the
+// support gets at least 1: a superset of the cells a sprint of 2..K steps reaches (the no-reverse rule and the
+// headings are not used: arrivals get heading unknown). Cost: one visit per cell within K steps (units counted).
+static void sprint_cells(core_filters *f, core_track *t, uint32_t K, uint64_t total) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < f->ntouched[0]; i++) {  // sources: the support's cells, their weights summed
+        uint32_t s = f->touched[0][i], c = s / CORE_F_HEADINGS;
+        if (f->dist[c] == 255) f->dist[c] = 0, f->carried[c] = 0, f->queue[n++] = (uint16_t)c;
+        f->carried[c] += f->grid[0][s];
+    }
+    uint32_t head = 0;
+    while (head < n) {
+        uint32_t c = f->queue[head++], d = f->dist[c];
+        if (d >= K) continue;
+        if (f->budget.used >= f->budget.limit) {  // the turn's work is spent: the sprint stops short of K, and the
+            t->flags |= CORE_FF_BUDGET_DROP;      // caller spreads the filter uniform out of view
+            f->cut = 1;
+            break;
+        }
+        f->budget.used++;
+        for (uint32_t e = 0; e < 4; e++) {
+            if (f->xhead[4 * c + e] == KELP_HEAD) continue;
+            uint32_t to = f->xto[4 * c + e];
+            if (f->dist[to] == 255) {
+                f->dist[to] = (uint8_t)(d + 1), f->carried[to] = f->carried[c], f->queue[n++] = (uint16_t)to;
+            } else if (f->dist[to] == d + 1 && f->carried[to] < f->carried[c]) {
+                f->carried[to] = f->carried[c];
+            }
+        }
+    }
+    uint32_t g[CORE_F_MAX_SPRINT + 1];
+    sprint_kernel(g, K);
+    uint64_t R = 0;
+    for (uint32_t i = 0; i < n; i++) R += (uint64_t)f->carried[f->queue[i]] * g[f->dist[f->queue[i]]];
+    if (R == 0) R = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t c = f->queue[i];
+        uint64_t raw = (uint64_t)f->carried[c] * g[f->dist[c]];
+        // total < 2^19 and raw < 2^21 * 2^18: the product fits 64 bits
+        uint32_t share = (uint32_t)((total * raw) / R);
+        grid_add(f, 2, c * CORE_F_HEADINGS + H_UNKNOWN, share ? share : 1);
+        f->dist[c] = 255;  // scratch back to its resting value
+    }
+}
+
+// Predict one round: R = stay * m0 + move * m1 + sprint * S, where S spreads over every cell within K steps of the
+// support (sprint_cells), K = ceil(L/4) + L - 1.
 static void predict_round(core_filters *f, core_track *t, uint32_t round) {
     uint32_t Lhi = length_high(t, round), Llo = t->length ? t->length : 1;
     uint32_t K = (Lhi + 3) / 4 + Lhi - 1;
     if (K > CORE_F_MAX_SPRINT) K = CORE_F_MAX_SPRINT;
     uint32_t sprint = K >= 2 ? CORE_F_SPRINT_Q16 : 0;
     uint32_t move = CORE_F_Q16 - CORE_F_STAY_Q16 - sprint;
-    uint32_t per_sprint = K >= 2 ? sprint / (K - 1) : 0;
-    if (K >= 2 && per_sprint == 0) per_sprint = 1;
     grid_clear(f, 0), grid_clear(f, 1), grid_clear(f, 2);
+    uint64_t mass = 0;
     for (uint32_t i = 0; i < t->n; i++) {
         uint32_t s = (uint32_t)t->s[i].cell * CORE_F_HEADINGS + t->s[i].heading;
         grid_add(f, 0, s, t->s[i].weight);
         grid_add(f, 2, s, scaled(t->s[i].weight, CORE_F_STAY_Q16));
+        mass += t->s[i].weight;
     }
-    uint32_t free_lo = (Llo + 3) / 4;
     // the length is surely 3 or more this round only if it was seen so last round (a MOVE never shortens; a split
-    // or a sprint in an unseen round may have)
+    // or a sprint in an unseen round may have); a MOVE is the dragon's first step, so it cannot have shed its tail
     uint32_t sure = Llo >= 3 && t->length_round + 1 >= round;
-    int cur = 0, nxt = 1;
-    for (uint32_t k = 1; k <= K; k++) {
-        // the shortest the dragon can be at its k-th step: paid steps shed the tail; at 2 or less it may reverse
-        uint32_t paid = k > free_lo ? k - free_lo : 0;
-        uint32_t len_k = Llo > paid ? Llo - paid : 1;
-        spread(f, cur, nxt, sure && len_k >= 3, k >= 2);  // sprint steps: heading unknown (a cost cut, a superset)
-        uint32_t coef = k == 1 ? move : per_sprint;
-        for (uint32_t i = 0; i < f->ntouched[nxt]; i++) {
-            uint32_t s = f->touched[nxt][i];
-            grid_add(f, 2, s, scaled(f->grid[nxt][s], coef));
-        }
-        grid_clear(f, cur);
-        int tmp = cur;
-        cur = nxt, nxt = tmp;
-        if (k == 1 && sprint == 0) break;
+    f->budget.used += f->ntouched[0];
+    spread(f, 0, 1, sure, 0);
+    for (uint32_t i = 0; i < f->ntouched[1]; i++) {
+        uint32_t s = f->touched[1][i];
+        grid_add(f, 2, s, scaled(f->grid[1][s], move));
     }
-    grid_clear(f, cur);
+    if (sprint) sprint_cells(f, t, K, (mass * sprint) >> 16);
+    grid_clear(f, 0), grid_clear(f, 1);
 }
 
 static uint64_t list_mass(const core_track *t) {
@@ -161,13 +216,51 @@ static uint64_t list_mass(const core_track *t) {
     return m;
 }
 
+// KLD-sampling's bound (Fox 2003) on the states a filter needs so that, with probability 1 - delta, the K-L
+// divergence between the kept and the true distribution stays under eps, given k occupied bins (here: cells):
+//   n = (k - 1) / (2 eps) * (1 - 2 / (9 (k - 1)) + sqrt(2 / (9 (k - 1))) z)^3,
+// eps = 1 / (2 CORE_F_KLD_INV_2EPS) = 0.05, z = z_(1 - delta) in Q16 (CORE_F_KLD_Z_Q16 = 152,459: z_0.99 = 2.326348,
+// delta = 0.01). In integers: a = 2^17 / (9 (k - 1)) (Q16, floor), sqrt(a) = isqrt(a 2^16) (Q16, floor),
+// t = 2^16 - a + sqrt(a) z / 2^16 (Q16), t^3 = (t t / 2^16) t / 2^16 (Q16), n = (k - 1) 10 t^3 / 2^16, every step a
+// floor; at least k (one state a bin). t < 2^18, so every product stays under 2^54.
+static uint32_t isqrt64(uint64_t v) {
+    uint64_t r = 0, bit = (uint64_t)1 << 62;
+    while (bit > v) bit >>= 2;
+    while (bit) {
+        if (v >= r + bit) v -= r + bit, r = (r >> 1) + bit;
+        else r >>= 1;
+        bit >>= 2;
+    }
+    return (uint32_t)r;
+}
+
+static uint32_t kld_bound(uint32_t k) {
+    if (k < 2) return k ? CORE_F_HEADINGS : 1;
+    uint64_t a = ((uint64_t)2 << 16) / (9 * (uint64_t)(k - 1));
+    uint64_t sa = isqrt64(a << 16);
+    uint64_t t = 65536 - a + ((sa * CORE_F_KLD_Z_Q16) >> 16);
+    uint64_t t3 = (((t * t) >> 16) * t) >> 16;  // Q16
+    uint64_t n = ((uint64_t)(k - 1) * CORE_F_KLD_INV_2EPS * t3) >> 16;
+    if (n < k) n = k;
+    return n > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)n;
+}
+
 // Grid 2 back into the track's list in state order: renormalised to CORE_F_MASS (every state at least 1), then
 // the error bound (drop the lightest states while their total stays within 2^-CORE_F_EPS_SHIFT of the mass), then
-// the hard cap (drop the lightest until CORE_F_CAP remain).
-static void collect(core_filters *f, core_track *t, uint32_t cells) {
+// the size limit: min(CORE_F_CAP, kld_bound(occupied cells), `budget_states`), met first by coarsening headings and
+// only then by dropping the lightest states (counted as cap drops when the cap binds, else as budget drops).
+static uint32_t collect(core_filters *f, core_track *t, uint32_t cells, uint32_t budget_states) {
     uint64_t total = 0;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < f->ntouched[2]; i++) total += f->grid[2][f->touched[2][i]], n++;
+    uint32_t n = 0, occupied = 0;
+    for (uint32_t i = 0; i < f->ntouched[2]; i++) {
+        uint32_t c = f->touched[2][i] / CORE_F_HEADINGS;
+        total += f->grid[2][f->touched[2][i]], n++;
+        if (f->dist[c] == 255) f->dist[c] = 0, occupied++;  // dist: scratch, 255 at rest
+    }
+    for (uint32_t i = 0; i < f->ntouched[2]; i++) f->dist[f->touched[2][i] / CORE_F_HEADINGS] = 255;
+    f->budget.used += 2 * n;
+    uint32_t kld = kld_bound(occupied), limit = CORE_F_CAP;
+    if (kld < limit) limit = kld;
     if (total == 0) total = 1;
     for (uint32_t i = 0; i < f->ntouched[2]; i++) {
         uint32_t s = f->touched[2][i];
@@ -193,9 +286,16 @@ static void collect(core_filters *f, core_track *t, uint32_t cells) {
     }
     t->bound_drops += n - kept;
     f->bound_drops += n - kept;
-    if (kept > CORE_F_CAP) {  // the memory limit: first coarsen headings (a cell's states merged into heading
-        // unknown, which moves every way: nothing is lost), in cell order, until the cap holds
-        for (uint32_t c = 0; c < cells && kept > CORE_F_CAP; c++) {
+    if (kept > budget_states && budget_states < limit) {  // over this filter's share of the turn's work: the caller
+        f->budget_drops += kept;                          // spreads it uniform out of view (no coverage lost)
+        t->flags |= CORE_FF_BUDGET_DROP;
+        for (uint32_t i = 0; i < f->ntouched[2]; i++) f->grid[2][f->touched[2][i]] = 0;
+        f->ntouched[2] = 0;
+        return 1;
+    }
+    if (kept > limit) {  // the size limit: first coarsen headings (a cell's states merged into heading unknown,
+        // which moves every way: nothing is lost), in cell order, until the limit holds
+        for (uint32_t c = 0; c < cells && kept > limit; c++) {
             uint32_t base = c * CORE_F_HEADINGS, sum = 0, here = 0;
             for (uint32_t h = 0; h < CORE_F_HEADINGS; h++) {
                 uint32_t v = f->grid[2][base + h];
@@ -209,32 +309,43 @@ static void collect(core_filters *f, core_track *t, uint32_t cells) {
             f->coarsened++;
         }
     }
-    if (kept > CORE_F_CAP) {  // then drop the lightest states (cannot happen while W * H <= CORE_F_CAP)
+    if (kept > limit) {  // then drop the lightest states (the cap: cannot bind while W * H <= CORE_F_CAP)
         uint32_t a = T, b = 1u << 22;
         while (b - a > 1) {
             uint32_t mid = a + (b - a) / 2, c = 0;
             for (uint32_t i = 0; i < f->ntouched[2]; i++) c += f->grid[2][f->touched[2][i]] >= mid;
-            if (c > CORE_F_CAP) a = mid;
+            if (c > limit) a = mid;
             else b = mid;
         }
         uint32_t c2 = 0;
         for (uint32_t i = 0; i < f->ntouched[2]; i++) c2 += f->grid[2][f->touched[2][i]] >= b;
-        t->cap_drops += kept - c2;
-        f->cap_drops += kept - c2;
-        t->flags |= CORE_FF_CAP_DROP;
+        if (limit == CORE_F_CAP) {
+            t->cap_drops += kept - c2, f->cap_drops += kept - c2;
+            t->flags |= CORE_FF_CAP_DROP;
+        } else {  // the KLD bound (never binds after coarsening: it allows 5 states a cell or more, k >= 2)
+            t->bound_drops += kept - c2, f->bound_drops += kept - c2;
+        }
         T = b;
     }
     uint32_t out = 0;
-    for (uint32_t s = 0; s < cells * CORE_F_HEADINGS; s++) {  // state order: the same list on every build
-        uint32_t v = f->grid[2][s];
-        if (v >= T && v && out < CORE_F_CAP) {
-            t->s[out].cell = (uint16_t)(s / CORE_F_HEADINGS), t->s[out].heading = (uint8_t)(s % CORE_F_HEADINGS);
-            t->s[out].zero = 0, t->s[out].weight = v;
-            out++;
+    // state order (the same list on every build): mark the touched states in a bitmap, then read it word by word
+    for (uint32_t i = 0; i < f->ntouched[2]; i++) f->mark[f->touched[2][i] >> 5] |= 1u << (f->touched[2][i] & 31);
+    for (uint32_t wd = 0; wd < (cells * CORE_F_HEADINGS + 31) / 32; wd++) {
+        uint32_t bits = f->mark[wd];
+        f->mark[wd] = 0;
+        for (uint32_t b = 0; bits; b++, bits >>= 1) {
+            if (!(bits & 1)) continue;
+            uint32_t s = wd * 32 + b, v = f->grid[2][s];
+            if (v >= T && v && out < limit) {
+                t->s[out].cell = (uint16_t)(s / CORE_F_HEADINGS), t->s[out].heading = (uint8_t)(s % CORE_F_HEADINGS);
+                t->s[out].zero = 0, t->s[out].weight = v;
+                out++;
+            }
         }
     }
     t->n = out;
     grid_clear(f, 2);
+    return 0;
 }
 
 // Spread over every cell outside this turn's window, heading unknown, equal weights (the support was lost).
@@ -242,6 +353,7 @@ static void spread_lost(core_filters *f, core_track *t, uint32_t cells) {
     uint32_t free_cells = 0;
     for (uint32_t c = 0; c < cells; c++) free_cells += !f->in_window[c];
     uint32_t w = free_cells ? CORE_F_MASS / free_cells : 1;
+    f->budget.used += cells;
     uint32_t out = 0;
     for (uint32_t c = 0; c < cells && out < CORE_F_CAP; c++) {
         if (f->in_window[c]) continue;
@@ -251,6 +363,7 @@ static void spread_lost(core_filters *f, core_track *t, uint32_t cells) {
     }
     t->n = out;
     t->flags |= CORE_FF_LOST;
+    f->fresh[t - f->t] = 1;  // no state in this turn's window: the negative update has nothing to remove
 }
 
 // Whether the support holds CORE_F_WIDE_STATES states or more on CORE_F_WIDE_Q16 of the map's cells or more.
@@ -350,7 +463,7 @@ static void pin(core_filters *f, core_track *t, const sighting *v, const uint8_t
     }
     t->n = nh;
     t->head_round = (uint16_t)round;
-    t->flags &= (uint8_t)~(CORE_FF_CAP_DROP | CORE_FF_LOST);
+    t->flags &= (uint8_t)~(CORE_FF_CAP_DROP | CORE_FF_LOST | CORE_FF_BUDGET_DROP);
     t->flags |= CORE_FF_HEAD_SEEN;
 }
 
@@ -361,6 +474,8 @@ static void update(core_filters *f, const core_world *w, const uint8_t *o) {
     }
     build_crossings(f, w);
     for (uint32_t c = 0; c < cells; c++) f->in_window[c] = 0;
+    for (uint32_t i = 0; i < CORE_F_TRACKS; i++) f->fresh[i] = 0;
+    core_budget_init(&f->budget, f->units_limit ? f->units_limit : CORE_F_UNITS);
     uint32_t hx = loong_body_x(o, 0), hy = loong_body_y(o, 0);
     sighting seen[49];
     uint32_t nseen = 0;
@@ -405,20 +520,31 @@ static void update(core_filters *f, const core_world *w, const uint8_t *o) {
             for (uint32_t k = 0; k < n; k++) t->s[k].weight = CORE_F_MASS / n;
             t->n = n;
             t->flags &= (uint8_t)~CORE_FF_LOST;
+            f->fresh[t - f->t] = 0;
         }
     }
-    uint32_t gap = f->round ? round - f->round : 1;
+    uint32_t gap = f->round ? round - f->round : 1, waiting = 0;
+    for (uint32_t i = 0; i < f->n_tracks; i++) waiting += f->t[i].active && !(f->t[i].flags & CORE_FF_LOST);
     for (uint32_t i = 0; i < f->n_tracks; i++) {
         core_track *t = &f->t[i];
         if (!t->active) continue;
+        // the budget's share of this filter (filters still to predict share what is left alike): the states it
+        // may keep, CORE_F_STATE_UNITS units a state a round
+        uint32_t left = f->budget.used < f->budget.limit ? f->budget.limit - f->budget.used : 0;
+        uint32_t rounds = gap < CORE_F_MAX_GAP ? gap : CORE_F_MAX_GAP;
+        uint32_t states_allowed = left / (waiting ? waiting : 1) / rounds / CORE_F_STATE_UNITS;
+        if (states_allowed == 0) states_allowed = 1;
+        if (!(t->flags & CORE_FF_LOST) && waiting) waiting--;
         t->flags &= (uint8_t)~(CORE_FF_SEEN | CORE_FF_HEAD_SEEN);
         uint32_t lost = gap > CORE_F_MAX_GAP || (t->flags & CORE_FF_LOST);
         if (lost) spread_lost(f, t, cells);  // a lost filter stays uniform out of view
         for (uint32_t g = 0; g < gap && g < CORE_F_MAX_GAP; g++) {
             if (!lost) {
+                f->cut = 0;
                 predict_round(f, t, round - gap + 1 + g);
-                collect(f, t, cells);
-                if (spread_wide(t, cells)) {  // about as wide as the map: from now on uniform out of view
+                uint32_t over = collect(f, t, cells, states_allowed) || f->cut;
+                // over the budget, or about as wide as the map: from now on uniform out of view
+                if (over || spread_wide(t, cells)) {
                     spread_lost(f, t, cells);
                     lost = 1;
                 }
@@ -451,14 +577,15 @@ static void update(core_filters *f, const core_world *w, const uint8_t *o) {
     for (uint32_t i = 0; i < f->n_tracks; i++) {
         core_track *t = &f->t[i];
         if (!t->active || (t->flags & CORE_FF_HEAD_SEEN)) continue;
-        uint64_t before = list_mass(t), removed = 0;
+        // spread out of view this turn (after the window was known): nothing to remove, P_D = 0 keeps alive as is
+        uint64_t before = f->fresh[i] ? 0 : list_mass(t), removed = 0;
         uint32_t out = 0;
-        for (uint32_t k = 0; k < t->n; k++) {
+        for (uint32_t k = 0; k < t->n && before; k++) {
             if (f->in_window[t->s[k].cell]) removed += t->s[k].weight;
             else t->s[out++] = t->s[k];
         }
-        t->n = out;
-        if (out == 0) {
+        if (before) t->n = out;
+        if (t->n == 0) {
             spread_lost(f, t, cells);
             f->lost_resets++;
         }
@@ -481,6 +608,95 @@ uint32_t core_filters_step(core_filters *f, core_world *w, const uint8_t *obs, u
     uint32_t code = core_world_update(w, obs, len);
     if (code == CORE_OK) update(f, w, obs);
     return code;
+}
+
+void core_filters_set_units(core_filters *f, uint32_t units) { f->units_limit = units; }
+
+// The body of a sampled state (seed part 1): the body as last seen, each segment where the rule keeps it, joined to
+// the head by a shortest way through free cells. Moves since the head was seen: m = round - head_round (one a round);
+// the segment seen at index i is at index i + m now while i + m <= L - 1, L = the length known (exact, or the lower
+// bound: then fewer are kept). The way runs from the head to the kept segment of the smallest index, breadth first
+// over the crossings of the remembered map seen open or as a portal (never an unseen side: the way must be a legal
+// body; no way through seen sides: none is joined), never through a cell remembered as holding another dragon's
+// segment or through a kept segment. Writes head first: cells[], index[] (the way's cells their step number, kept
+// segments their index now); returns the cells written (0: no filter, or a bad head), *joined = cells of the way
+// (the head included; 0 if no way was found: then the head and the kept segments only).
+static uint32_t body_way(core_filters *f, const core_world *w, uint32_t id, uint32_t from, uint32_t to,
+                         const uint8_t *blocked) {
+    uint32_t n = 0, head = 0;
+    f->dist[from] = 0, f->queue[n++] = (uint16_t)from;
+    uint32_t found = from == to;
+    while (head < n && !found) {
+        uint32_t c = f->queue[head++];
+        for (uint32_t d = 0; d < 4 && !found; d++) {
+            if (f->xhead[4 * c + d] == KELP_HEAD) continue;
+            uint32_t x = f->xto[4 * c + d];
+            // a side is known if seen from its cell, or (not a portal) from the cell across it
+            if (w->cells[c].edge[d] == CORE_EDGE_UNKNOWN && w->cells[x].edge[d ^ 2] == CORE_EDGE_UNKNOWN) continue;
+            if (f->dist[x] != 255 || (x != to && blocked[x])) continue;
+            const core_cell *q = &w->cells[x];
+            uint32_t occ = q->occupant;
+            if (x != to && occ != CORE_OCC_NONE && occ != CORE_OCC_UNKNOWN && q->dragon != id) continue;
+            f->dist[x] = 0, f->carried[x] = c, f->queue[n++] = (uint16_t)x;
+            found = x == to;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) f->dist[f->queue[i]] = 255;
+    return found;
+}
+
+uint32_t core_filters_body(core_filters *f, const core_world *w, uint32_t id, int32_t head_cell, uint16_t *cells,
+                           uint8_t *index, uint32_t cap, uint32_t *joined) {
+    *joined = 0;
+    core_track *t = find(f, id);
+    uint32_t N = (uint32_t)w->width * w->height;
+    if (!t || !t->active || cap == 0 || N == 0 || N > CORE_MAX_CELLS || t->n == 0) return 0;
+    uint32_t hc;
+    if (head_cell < 0) {  // the most likely state: the heaviest, the first in state order on ties
+        uint32_t best = 0;
+        for (uint32_t k = 1; k < t->n; k++)
+            if (t->s[k].weight > t->s[best].weight) best = k;
+        hc = t->s[best].cell;
+    } else {
+        hc = (uint32_t)head_cell;
+    }
+    if (hc >= N) return 0;
+    build_crossings(f, w);
+    uint32_t m = t->head_round && f->round > t->head_round ? f->round - t->head_round : 0;
+    uint32_t L = t->length ? t->length : 1, nk = 0, first = 0xFFFFFFFFu;
+    uint8_t *blocked = f->in_window;  // scratch: the kept segments (restored below)
+    uint8_t saved[CORE_F_BODY];
+    uint16_t kc[CORE_F_BODY];
+    uint8_t ki[CORE_F_BODY];
+    for (uint32_t k = 0; k < t->body_n && t->head_round; k++) {
+        uint32_t now = t->body_index[k] + m;
+        if (now + 1 > L || t->body_cell[k] >= N) continue;
+        kc[nk] = t->body_cell[k], ki[nk] = (uint8_t)(now > 255 ? 255 : now), nk++;
+    }
+    for (uint32_t k = 0; k < nk; k++) saved[k] = blocked[kc[k]];
+    for (uint32_t k = 0; k < nk; k++) blocked[kc[k]] = 1;
+    for (uint32_t k = 0; k < nk; k++)
+        if (first == 0xFFFFFFFFu || ki[k] < ki[first]) first = k;
+    uint32_t out = 0;
+    cells[out] = (uint16_t)hc, index[out] = 0, out++;
+    if (nk && kc[first] != hc && !blocked[hc]) {
+        uint32_t to = kc[first];
+        // search from the kept segment back to the head, so the parents (carried) lead from the head to it
+        if (body_way(f, w, id, to, hc, blocked)) {
+            uint32_t c = f->carried[hc], step = 1;
+            while (c != to && out < cap) cells[out] = (uint16_t)c, index[out] = (uint8_t)(step < 255 ? step : 255),
+                                         out++, step++, c = f->carried[c];
+            *joined = out;
+        }
+    } else if (nk == 0 || kc[first] == hc) {
+        *joined = 1;
+    }
+    for (uint32_t k = 0; k < nk && out < cap; k++) {  // the kept segments by index (body_index is in index order)
+        if (kc[k] == hc) continue;
+        cells[out] = kc[k], index[out] = ki[k], out++;
+    }
+    for (uint32_t k = nk; k-- > 0;) blocked[kc[k]] = saved[k];
+    return out;
 }
 
 uint32_t core_filters_report_length(core_filters *f, uint32_t id, uint32_t length, uint32_t round) {
@@ -511,7 +727,7 @@ uint32_t core_filters_dump(const core_filters *f, uint8_t *out, uint32_t cap) {
     out[16] = f->team, out[17] = f->width, out[18] = f->height, out[19] = 0;
     put32(out + 20, active), put32(out + 24, f->tracks_dropped), put32(out + 28, f->table_full);
     put32(out + 32, f->lost_resets), put32(out + 36, (uint32_t)f->bound_drops), put32(out + 40, (uint32_t)f->cap_drops);
-    put32(out + 44, size), put32(out + 48, (uint32_t)f->coarsened), put32(out + 52, 0);
+    put32(out + 44, size), put32(out + 48, (uint32_t)f->coarsened), put32(out + 52, (uint32_t)f->budget_drops);
     uint8_t *p = out + DUMP_HEAD;
     for (uint32_t i = 0; i < f->n_tracks; i++) {
         const core_track *t = &f->t[i];
@@ -565,6 +781,30 @@ __attribute__((export_name("fcore_step"))) uint32_t fcore_step(const uint8_t *ob
 __attribute__((export_name("fcore_report_length"))) uint32_t fcore_report_length(uint32_t id, uint32_t length,
                                                                                  uint32_t round) {
     return core_filters_report_length(&test_filters, id, length, round);
+}
+__attribute__((export_name("fcore_units"))) uint32_t fcore_units(void) { return test_filters.budget.used; }
+static uint16_t test_body_cells[CORE_MAX_CELLS];
+static uint8_t test_body_index[CORE_MAX_CELLS];
+static uint32_t test_body_joined;
+// The predicted body into test_body_cells / test_body_index; the count, and the way's cells after it (fcore_joined).
+__attribute__((export_name("fcore_body"))) uint32_t fcore_body(uint32_t id, int32_t head_cell) {
+    return core_filters_body(&test_filters, &test_world, id, head_cell, test_body_cells, test_body_index,
+                             CORE_MAX_CELLS, &test_body_joined);
+}
+__attribute__((export_name("fcore_body_cells"))) uint16_t *fcore_body_cells(void) { return test_body_cells; }
+__attribute__((export_name("fcore_body_index"))) uint8_t *fcore_body_index(void) { return test_body_index; }
+__attribute__((export_name("fcore_joined"))) uint32_t fcore_joined(void) { return test_body_joined; }
+__attribute__((export_name("fcore_set_units"))) void fcore_set_units(uint32_t units) {
+    core_filters_set_units(&test_filters, units);
+}
+// The world's update alone (on a second world, so the benchmark can subtract the world's share of a step).
+static core_world test_world_only;
+__attribute__((export_name("fcore_world_step"))) uint32_t fcore_world_step(const uint8_t *obs, uint32_t len) {
+    if (len == 0) {
+        core_world_reset(&test_world_only);
+        return 0;
+    }
+    return core_world_update(&test_world_only, obs, len);
 }
 __attribute__((export_name("fcore_dump"))) uint32_t fcore_dump(void) {
     return core_filters_dump(&test_filters, test_dump, (uint32_t)sizeof test_dump);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "abi.h"
+#include "budget.h"
 #include "world.h"
 
 enum {
@@ -31,7 +32,15 @@ enum {
     CORE_F_WIDE_Q16 = 49152,    // a support of CORE_F_WIDE_STATES or more states on 3/4 of the map's cells or more
     CORE_F_WIDE_STATES = 3072,  // becomes uniform out of view (a cost cut: the passes of a sprint over it)
     CORE_F_REVERSE_DIV = 8,     // turning back into the neck gets 1/8 of another side's share where it is legal
-    CORE_F_GROWTH_ROUNDS = 4,   // the length assumed grows by 1 per 4 rounds out of sight (placeholder)
+    CORE_F_GROWTH_ROUNDS = 4,
+    // the work budget (docs/expert-core-filters.md, "Size"): one unit is one state stepped, one cell settled by the
+    // sprint search, one state collected (2 units) or one cell spread out of view
+    CORE_F_UNIT_POINTS = 330,   // judge points of a unit: measured (benchmarks/core_filters.py), rounded up
+    CORE_F_POINTS = 24000000,   // judge points of the filters a turn at most: past the recorded worst (21.5M by units)
+    CORE_F_UNITS = CORE_F_POINTS / CORE_F_UNIT_POINTS,
+    CORE_F_STATE_UNITS = 8,     // units one kept state costs the next round (step + sprint cell + collect), bounded
+    CORE_F_KLD_INV_2EPS = 10,   // KLD-sampling: 1 / (2 eps), eps = 0.05
+    CORE_F_KLD_Z_Q16 = 152459,  // KLD-sampling: z_0.99 = 2.326348 in Q16   // the length assumed grows by 1 per 4 rounds out of sight (placeholder)
 };
 
 enum core_filter_flag {
@@ -42,6 +51,7 @@ enum core_filter_flag {
     CORE_FF_LOST = 16,         // the support was re-spread over the unseen map since the head was last pinned
     CORE_FF_ALLY = 32,         // a teammate of the filtering dragon
     CORE_FF_QUEEN = 64,        // a queen (ids 0 and 1): never dropped, never less alive for not being seen
+    CORE_FF_BUDGET_DROP = 128, // the work budget made the filter uniform out of view (CORE_FF_LOST) since the last pin
 };
 
 typedef struct {
@@ -81,6 +91,8 @@ typedef struct {
     uint32_t tracks_dropped, table_full, lost_resets;
     uint64_t bound_drops, cap_drops;  // states dropped, all filters
     uint64_t coarsened;     // cells whose headings were merged to keep the cap
+    uint64_t budget_drops;  // states of filters spread out of view for the work budget (their share was spent)
+    uint32_t units_limit;   // work units a turn (0: CORE_F_UNITS); core_filters_set_units
     core_track t[CORE_F_TRACKS];
     // scratch (written before it is read on every use)
     uint16_t xto[CORE_MAX_CELLS * 4];  // crossing of side d of cell c over the remembered map: target cell
@@ -89,6 +101,13 @@ typedef struct {
     uint16_t touched[3][CORE_F_STATES];
     uint32_t ntouched[3];
     uint8_t in_window[CORE_MAX_CELLS];
+    uint8_t dist[CORE_MAX_CELLS];      // sprint search: steps from the support, 255 = not reached (its resting value)
+    uint16_t queue[CORE_MAX_CELLS];
+    uint32_t carried[CORE_MAX_CELLS];
+    uint32_t mark[CORE_F_STATES / 32]; // collect: touched states in state order (all 0 at rest)
+    uint8_t fresh[CORE_F_TRACKS];
+    uint32_t cut;                      // the sprint search of this round stopped at the budget      // a filter spread out of view after this turn's window was known
+    core_budget budget;                // work units of this turn (budget.h)
 } core_filters;
 
 // Every byte of *f to the state before the first observation.
@@ -98,7 +117,15 @@ void core_filters_reset(core_filters *f);
 uint32_t core_filters_step(core_filters *f, core_world *w, const uint8_t *obs, uint32_t len);
 // A reported length (a status record over sonar): exact from that round on, unless a later sighting is newer.
 // Returns 1 if the dragon has a filter and the report was used, else 0.
+// The work budget of every later turn in units (0: CORE_F_UNITS); the filter sizes follow it.
+void core_filters_set_units(core_filters *f, uint32_t units);
 uint32_t core_filters_report_length(core_filters *f, uint32_t id, uint32_t length, uint32_t round);
+// The predicted body of dragon `id` for a head on `head_cell` (-1: the filter's most likely state): the body as last
+// seen where the rule keeps it, joined to the head by a shortest way through free cells (docs/expert-core-filters.md,
+// "Bodies"). Writes at most cap cells head first, with their index behind the head; returns the count (0: no filter
+// or a bad cell); *joined = the way's cells, the head included (0: no way found).
+uint32_t core_filters_body(core_filters *f, const core_world *w, uint32_t id, int32_t head_cell, uint16_t *cells,
+                           uint8_t *index, uint32_t cap, uint32_t *joined);
 // The dump (docs/expert-core-filters.md): size, and the bytes (0 if cap is too small).
 uint32_t core_filters_dump_size(const core_filters *f);
 uint32_t core_filters_dump(const core_filters *f, uint8_t *out, uint32_t cap);

@@ -21,6 +21,7 @@ import wasmtime
 
 from bot.core_filters import (
     FF_ALLY,
+    FF_BUDGET_DROP,
     FF_CAP_DROP,
     FF_EXACT_LENGTH,
     FF_HEAD_SEEN,
@@ -54,7 +55,9 @@ class WasmFilters:
         ex = inst.exports(self.store)
         self.mem, self._step, self._dump, self._reset = ex["memory"], ex["fcore_step"], ex["fcore_dump"], \
             ex["fcore_reset"]
-        self._report = ex["fcore_report_length"]
+        self._report, self._units, self._set_units = ex["fcore_report_length"], ex["fcore_units"], ex["fcore_set_units"]
+        self._body, self._joined = ex["fcore_body"], ex["fcore_joined"]
+        self.body_cells, self.body_index = ex["fcore_body_cells"](self.store), ex["fcore_body_index"](self.store)
         self.obs_ptr, self.dump_ptr = ex["fcore_obs_buffer"](self.store), ex["fcore_dump_buffer"](self.store)
         self.reset()
 
@@ -67,6 +70,18 @@ class WasmFilters:
 
     def report_length(self, dragon_id: int, length: int, rnd: int) -> bool:
         return bool(self._report(self.store, dragon_id, length, rnd))
+
+    def set_units(self, units: int) -> None:
+        self._set_units(self.store, units)
+
+    def units(self) -> int:
+        return self._units(self.store)
+
+    def body(self, dragon_id: int, head_cell: int = -1) -> tuple[list[int], list[int], int]:
+        n = self._body(self.store, dragon_id, head_cell)
+        cells = np.frombuffer(bytes(self.mem.read(self.store, self.body_cells, self.body_cells + 2 * n)), "<u2")
+        index = bytes(self.mem.read(self.store, self.body_index, self.body_index + n))
+        return cells.tolist(), list(index), self._joined(self.store)
 
     def dump(self) -> bytes:
         n = self._dump(self.store)
@@ -107,7 +122,7 @@ def _team(obs: bytes) -> int:
 
 # -- no impossible state; certainty where the rules determine it ---------------------------------------------
 def test_no_impossible_state(runs):
-    states = 0
+    states = budget_lost = 0
     for m, per in runs:
         allowed = _entrances(m)
         for i, (t, dumps, _) in per.items():
@@ -134,6 +149,10 @@ def test_no_impossible_state(runs):
                     key = np.int64(s["cell"]) * 5 + s["heading"]
                     assert (np.diff(key) > 0).all() or tr["flags"] & FF_HEAD_SEEN  # state order, no duplicates
                     states += len(s)
+                    if tr["flags"] & FF_BUDGET_DROP:
+                        assert tr["flags"] & FF_LOST  # the budget makes a filter uniform out of view, never drops
+                        budget_lost += 1
+    print(f"\nfilter-turns made uniform out of view by the work budget: {budget_lost}")
     assert states > 100_000
 
 
@@ -337,6 +356,98 @@ def test_a_refused_observation_leaves_the_filters(recorded, lib):
     assert f.step(t.obs[3]) == 0 and f.dump() != before
 
 
+# -- bodies: the body as last seen, kept where the rule keeps it, joined to a head by a legal way ----------------
+def _plain_moves(t, j: int, k0: int, k: int) -> bool:
+    """Whether dragon j made exactly one plain move a round (a MOVE, growing or not) from turn k0 to turn k."""
+    for r in range(k0, k):
+        if t.rounds[r + 1] != t.rounds[r] + 1 or j not in t.dragons[r] or j not in t.dragons[r + 1]:
+            return False
+        b0, b1 = t.dragons[r][j][0], t.dragons[r + 1][j][0]
+        if len(b1) not in (len(b0), len(b0) + 1) or b1[1:] != b0[:len(b1) - 1]:
+            return False
+    return True
+
+
+def test_predicted_bodies(recorded, lib, wasm):
+    """For the true head of every other dragon out of view that was seen before: the kept segments the rule says
+    have not moved are the true segments (where the seen index was exact and the dragon made plain moves); the
+    joined way is a legal body (each step a crossing that is not kelp on the true map, no repeated cell); the most
+    likely state's body alike; the wasm build writes the same bodies."""
+    kept_checked = kept_skipped = joined_ways = way_cells = bodies = 0
+    for gi, (m, tracks) in enumerate(recorded):
+        passable = m.step_kind != KELP
+        for i, t in tracks.items():
+            f = NativeFilters(lib)
+            compare = gi < 2 and i < 3
+            if compare:
+                wasm.reset()
+            for k, obs in enumerate(t.obs):
+                assert f.step(obs) == 0
+                if compare:
+                    assert wasm.step(obs) == 0
+                for tr in parse_filters_dump(f.dump())[1]:
+                    j = tr["id"]
+                    if j not in t.dragons[k] or tr["flags"] & FF_HEAD_SEEN or tr["head_round"] == 0:
+                        continue
+                    body = t.dragons[k][j][0]
+                    cells, index, joined = f.body(j, body[0])
+                    if compare:
+                        assert wasm.body(j, body[0]) == (cells, index, joined)
+                        assert wasm.body(j) == f.body(j)
+                    assert cells[0] == body[0] and index[0] == 0 and len(set(cells)) == len(cells)
+                    bodies += 1
+                    for q in range(1, joined + (joined < len(cells) and joined > 0)):  # the way, into the kept part
+                        a = cells[q - 1]
+                        assert cells[q] in m.step_cell[a][passable[a]], f"turn {k}: step {q} of {joined}: {cells}"
+                    if joined > 1:
+                        joined_ways += 1
+                        way_cells += joined
+                    assert index[:joined] == list(range(joined))
+                    k0 = t.rounds.index(tr["head_round"])
+                    seen_body = t.dragons[k0][j][0]
+                    plain = _plain_moves(t, j, k0, k)
+                    for c, n in zip(cells[max(joined, 1):], index[max(joined, 1):], strict=True):
+                        moves = t.rounds[k] - tr["head_round"]
+                        exact_seen = n - moves < len(seen_body) and seen_body[n - moves] == c
+                        if plain and exact_seen:
+                            assert n < len(body) and body[n] == c, f"turn {k} dragon {j}: segment {n}"
+                            kept_checked += 1
+                        else:
+                            kept_skipped += 1
+                    assert f.body(j)[0], "the most likely state has a body"
+    print(f"\nbodies {bodies}; kept segments checked against the truth {kept_checked}, not determined (a sprint, a "
+          f"split, or a seen index shorter than the true one) {kept_skipped}; joined ways {joined_ways} "
+          f"({way_cells} cells)")
+    assert bodies > 300 and kept_checked > 100 and joined_ways > 30
+
+
+# -- the work budget: the filter size follows it, alike in both builds ------------------------------------------
+def test_a_small_work_budget_limits_the_filters_alike_in_both_builds(recorded, lib, wasm):
+    m, tracks = recorded[5]  # 64x64
+    t = tracks[0]
+    f = NativeFilters(lib)
+    units = 3000
+    f.set_units(units)
+    wasm.reset()
+    wasm.set_units(units)
+    flagged = 0
+    for k, obs in enumerate(t.obs):
+        assert f.step(obs) == wasm.step(obs) == 0
+        d = f.dump()
+        assert d == wasm.dump(), f"turn {k}"
+        head, trs = parse_filters_dump(d)
+        for tr in trs:
+            assert len(tr["states"]) > 0 and (tr["states"]["weight"] > 0).all()
+            if not tr["flags"] & (FF_LOST | FF_HEAD_SEEN):
+                assert len(tr["states"]) <= max(1, units // 8)  # CORE_F_STATE_UNITS: the share of one filter
+            flagged += bool(tr["flags"] & FF_BUDGET_DROP)
+    assert head["budget_drops"] > 0 and head["cap_drops"] == 0 and flagged > 0
+    full = NativeFilters(lib)  # the default budget: no budget drops on the recorded 64x64 game
+    for obs in t.obs:
+        full.step(obs)
+    assert parse_filters_dump(full.dump())[0]["budget_drops"] == 0
+
+
 _UBSAN_CHILD = """
 import hashlib, pickle, sys
 from pathlib import Path
@@ -349,6 +460,9 @@ for observations in games:
     for obs in observations:
         h.update(bytes([f.step(obs)]))
         h.update(f.dump())
+        for j in range(12):  # the body entry under UBSan too (most likely state and a given cell; not hashed)
+            f.body(j)
+            f.body(j, j * 7)
 print(h.hexdigest())
 """
 

@@ -1,0 +1,95 @@
+"""Points (the judge's fuel meter) of the filters' step on the recorded games, and the native speed
+(docs/expert-core-filters.md, "Figures").
+
+    .venv/bin/python benchmarks/core_filters.py [--games 64x64,32x32,16x16]
+
+Replays the recorded games of tests/bot/core/conftest.py (the reference engine, 60 rounds) through the wasm32 test
+module of world.c + filters.c in a Store of the judge's Engine (bot.judge.make_engine: 1 point an operator) and
+prints, per game, the points of one `fcore_step` (world update + filters) over every dragon-turn: mean / p99 / max,
+the work units the budget counted (mean / max a turn), and the native dragon-turns/s (best of 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import wasmtime
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.core_filters import build_filters_wasm, filters_batch, filters_library  # noqa: E402
+from bot.judge import make_engine  # noqa: E402
+from tests.bot.core.conftest import GAMES, record_game  # noqa: E402
+
+FUEL = 10**13
+
+
+class Metered:
+    def __init__(self, path: Path) -> None:
+        self.store = wasmtime.Store(make_engine())
+        self.store.set_fuel(FUEL)
+        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
+        self.ex = inst.exports(self.store)
+        self.mem, self.obs = self.ex["memory"], self.ex["fcore_obs_buffer"](self.store)
+        try:
+            self.ex["fcore_units"]
+            self.has_units = True
+        except KeyError:
+            self.has_units = False
+
+    def call(self, name: str, *args) -> tuple[int, int]:
+        before = self.store.get_fuel()
+        r = self.ex[name](self.store, *args)
+        return r, before - self.store.get_fuel()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--games", default="64x64", help="comma-separated WxH of conftest.GAMES rows (default 64x64)")
+    args = ap.parse_args()
+    wanted = [tuple(int(v) for v in g.split("x")) for g in args.games.split(",")]
+    wasm, native = build_filters_wasm(), filters_library()
+    for w, h in wanted:
+        game = next((g for g in GAMES if g[:2] == (w, h)), None)
+        if game is None:
+            raise SystemExit(f"--games: no recorded game of {w}x{h} in conftest.GAMES")
+        _, tracks = record_game(*game)
+        points, units, world = [], [], []
+        reset = 0
+        for t in tracks.values():
+            m = Metered(wasm)
+            _, reset = m.call("fcore_reset")
+            m.call("fcore_world_step", m.obs, 0)
+            for obs in t.obs:
+                m.mem.write(m.store, obs, m.obs)
+                code, p = m.call("fcore_step", m.obs, len(obs))
+                assert code == 0
+                points.append(p)
+                world.append(m.call("fcore_world_step", m.obs, len(obs))[1])
+                units.append(m.call("fcore_units")[0] if m.has_units else 0)
+        turns = len(points)
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for t in tracks.values():
+                filters_batch(native, t.obs)
+            best = min(best, time.perf_counter() - start)
+        pts, us = np.array(points, np.float64), np.array(units, np.float64)
+        slope, fixed = np.polyfit(us, pts, 1)  # points = fixed + slope * units: the calibration of a unit
+        ratio = (pts - np.array(world, np.float64)) / np.maximum(us, 1)
+        print(f"{w}x{h} {game[2]} {game[3]} v {game[4]}: {turns} dragon-turns; points a step mean / p99 / max "
+              f"{pts.mean() / 1e6:.2f}M / {np.percentile(pts, 99) / 1e6:.2f}M / {pts.max() / 1e6:.2f}M; "
+              f"of which the world's update mean / p99 {np.mean(world) / 1e6:.2f}M / "
+              f"{np.percentile(world, 99) / 1e6:.2f}M; "
+              f"units a turn mean / max {np.mean(units):,.0f} / {max(units):,}; points a unit (fit) {slope:.0f} + "
+              f"{fixed / 1e6:.2f}M a turn, max (points - world) / units {np.max(ratio):.0f}; reset {reset / 1e6:.2f}M; "
+              f"native {turns / best:,.0f} dragon-turns/s (best of 3)")
+
+
+if __name__ == "__main__":
+    main()
