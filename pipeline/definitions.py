@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import celldiv_league, celldiv_training, loong
+from assets import celldiv_league, celldiv_training, loong, loong_belief
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league, celldiv_training, loong]
+ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
 main_job = dg.define_asset_job(
     "main_job", selection=dg.AssetSelection.all(),
     description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
-                "build, league and batched self-play (`make demo`).",
+                "build, league, batched self-play and the belief report (`make demo`).",
 )
 celldiv_job = dg.define_asset_job(
     "celldiv_job", selection=dg.AssetSelection.groups("celldiv"),
