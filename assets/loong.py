@@ -31,8 +31,10 @@ class WasmBuildConfig(dg.Config):
 
 @dg.asset(group_name=GROUP, kinds={"wasm"})
 def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
-    """A registered .wasm bot build: compiled once with ziglang, stored by content id, played forever alike."""
+    """A registered .wasm bot build (and the expert core's expert-h beside it): compiled with ziglang, stored by
+    content id, played forever alike."""
     from bot.builds import build_from_source
+    from bot.expert_h import build_expert_h
 
     sources = [Path(s) for s in config.sources] or [C_FOIL if C_FOIL.exists() else C_RANDOM]
     missing = [str(s) for s in sources if not s.exists()]
@@ -40,6 +42,7 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
         raise dg.Failure(f"loong_wasm_build: sources: not found: {', '.join(missing)}", allow_retries=False)
     build = build_from_source(builds_root(artifact_store), sources, name=config.name or sources[0].stem,
                               network_version=config.network_version or None)
+    expert = build_expert_h(builds_root(artifact_store))  # the sonar secret from bot.sonar_key, never from git
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
     (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
         json.dumps({"id": build.id, "name": build.name}, indent=2))
@@ -51,6 +54,7 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
         "compiler": dg.MetadataValue.text(build.meta.get("compiler") or ""),
         "path": dg.MetadataValue.path(str(build.wasm_path)),
         "sources": dg.MetadataValue.json([str(s) for s in sources]),
+        "expert_h_build_id": dg.MetadataValue.text(expert.id),
     })
 
 
@@ -62,8 +66,9 @@ LEAGUE = {  # profile -> (maps, games per map per pairing, round limit)
 
 
 class LoongLeagueAssetConfig(dg.Config):
-    players: list[str] = Field(default=["foil", "random", "build:latest"],
-                               description="Python bots, or builds as build:<name|id>; build:latest is the newest")
+    players: list[str] = Field(default=["foil", "random", "build:latest", "build:expert-h"],
+                               description="Python bots, or builds as build:<name|id>; build:latest is the newest "
+                                           "loong_wasm_build, build:expert-h the expert core's baseline")
     maps: list[str] = Field(default=[], description="map specs; empty: the profile's sizes and symmetries")
     games_per_map: int | None = Field(default=None, description="games a pairing on each map; None: the profile's")
     max_rounds: int | None = Field(default=None, description="round limit; None: the profile's (500 but in tests)")

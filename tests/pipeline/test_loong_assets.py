@@ -45,7 +45,8 @@ def test_build_then_league(resources, tmp_path):
     league = json.loads((Path(meta["path"].value) / "league.json").read_text())
     players = {r["player"] for r in league["ratings"]}
     build_player = "build:" + build["build_id"].value
-    assert players == {"foil", "random", build_player}
+    assert players == {"foil", "random", build_player, "build:expert-h"}
+    assert build["expert_h_build_id"].value
     assert {k: v.value for k, v in meta.items() if k.startswith("elo/")} == {
         f"elo/{r['player']}": r["elo"] for r in league["ratings"]}
     assert isinstance(meta[f"elo/{build_player}"], dg.FloatMetadataValue)
