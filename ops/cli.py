@@ -52,7 +52,16 @@ from games.celldiv.board import (
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import UnknownPlayer, WeightsError, make_player, player_names
 from games.league import Interrupted, match_summary
-from ops.cli_common import EXIT_INTERRUPTED, console, interrupted_note, print_league, progress_bar
+from ops.cli_common import (
+    EXIT_INTERRUPTED,
+    add_execution_args,
+    console,
+    executor_from,
+    interrupted_note,
+    print_league,
+    progress_bar,
+)
+from ops.store import ArtifactStore
 
 # Other games and tools add their subcommands from their own modules: name -> module with
 # ``register(subparsers)``. A module that is not there yet is simply left out.
@@ -115,12 +124,16 @@ def cmd_celldiv_league(args: argparse.Namespace) -> int:
     players = tuple(p.strip() for p in args.players.split(",") if p.strip())
     config = celldiv_league.LeagueConfig(players=players, games=args.games, sizes=args.sizes, seed=args.seed,
                                          anchor=args.anchor)
+    executor = executor_from(args)
+    # workers in other processes register the trained players themselves
+    trained = None if args.backend == "inprocess" else (str(ArtifactStore.default().root), 64)
     from tqdm import tqdm
 
     pairs = len(players) * (len(players) - 1) // 2
     with tqdm(total=pairs, desc="pairings", file=sys.stderr, leave=False, disable=not sys.stderr.isatty()) as bar:
         try:
-            result = celldiv_league.run(config, progress=lambda done, total: bar.update(1)).result
+            result = celldiv_league.run(config, progress=lambda done, total: bar.update(1),
+                                        executor=executor, trained=trained).result
         except Interrupted as e:
             result = e.partial
     return print_league(result, f"Cell Division league: {args.games} games a pairing, sizes {args.sizes}, "
@@ -251,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--anchor", default="random", help="player fixed at Elo 0 (default: %(default)s)")
     lg.add_argument("--png", help="also write the Elo plot to this file (default: no plot)")
     lg.add_argument("--json", action="store_true", help="print the league as JSON instead of tables")
+    add_execution_args(lg)
     lg.set_defaults(func=cmd_celldiv_league)
     pl = sub.add_parser("play", help="play against a bot in the terminal")
     pl.add_argument("--against", default="medium", help=f"the bot to play ({known}; default: %(default)s)")

@@ -83,3 +83,23 @@ def print_league(result: LeagueResult, title: str, *, as_json: bool, png: str | 
         print(f"arena: {note.removeprefix(', ')} (the last one may be partly played)", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0 if not result.failures else 1
+
+
+def add_execution_args(parser) -> None:
+    """``--backend`` and ``--workers``: where a league's pairings are played (ops/execution.py)."""
+    from ops.execution import BACKENDS
+
+    parser.add_argument("--backend", choices=BACKENDS, default="inprocess",
+                        help="where the pairings are played: in this process, a local process pool or Ray "
+                             "(ARENA_RAY_ADDRESS names a cluster; else a local one) (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="pool processes or Ray tasks in flight (default: %(default)s)")
+
+
+def executor_from(args):
+    """The executor ``add_execution_args``' options ask for; ValueError (one line) for a bad one."""
+    import os
+
+    from ops.execution import make_executor
+
+    return make_executor(args.backend, args.workers, os.environ.get("ARENA_RAY_ADDRESS", ""))

@@ -26,7 +26,15 @@ from games.loong.foil import registry
 from games.loong.mapgen import load_map_spec
 from games.loong.maps import KELP, LoongMap
 from games.loong.match import UnknownBot, check_replay_dir, play_series
-from ops.cli_common import EXIT_INTERRUPTED, console, interrupted_note, print_league, progress_bar
+from ops.cli_common import (
+    EXIT_INTERRUPTED,
+    add_execution_args,
+    console,
+    executor_from,
+    interrupted_note,
+    print_league,
+    progress_bar,
+)
 from ops.loong_league import DEFAULT_MAPS, LoongLeagueConfig, resolve_players
 
 LoongCliError = UnknownBot  # a user mistake in a loong command: one line, exit status 2
@@ -159,13 +167,15 @@ def cmd_league(args: argparse.Namespace) -> int:
         maps=tuple(m.strip() for m in args.maps.split(";") if m.strip()),
         games_per_map=args.games, max_rounds=args.max_rounds, seed=args.seed, builds=args.builds or "")
     factories = loong_league.resolve_players(config)
+    executor = executor_from(args)
     from tqdm import tqdm
 
     n = len(config.players)
     with tqdm(total=n * (n - 1) // 2, desc="pairings", file=sys.stderr, leave=False,
               disable=not sys.stderr.isatty()) as bar:
         try:
-            result = loong_league.run(config, progress=lambda done, total: bar.update(1), factories=factories)
+            result = loong_league.run(config, progress=lambda done, total: bar.update(1), factories=factories,
+                                      executor=executor)
         except Interrupted as e:
             result = e.partial
     return print_league(result, f"Loong league: {args.games} games a pairing on each of {len(config.maps)} maps",
@@ -216,4 +226,5 @@ def register(subparsers) -> None:
     lg2.add_argument("--builds", help=BUILDS_HELP)
     lg2.add_argument("--png", help="also write the Elo plot to this file (default: no plot)")
     lg2.add_argument("--json", action="store_true", help="print the league as JSON instead of tables")
+    add_execution_args(lg2)
     lg2.set_defaults(func=cmd_league)

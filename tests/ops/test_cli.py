@@ -47,6 +47,23 @@ def test_league_json_and_png(capsys, tmp_path):
     assert png.exists()
 
 
+def test_league_on_a_process_pool_equals_in_process(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path))
+    tables = []
+    for extra in ([], ["--backend", "local", "--workers", "2"]):
+        assert main(["celldiv", "league", "--players", "random,easy,medium", "--games", "6", "--sizes", "4",
+                     "--json", *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        tables.append(([(r["player"], r["elo"]) for r in out["ratings"]],
+                       [(p["a"], p["b"], p["wins"], p["draws"], p["losses"]) for p in out["pairings"]]))
+    assert tables[0] == tables[1]
+
+
+def test_a_bad_worker_count_is_one_line(capsys):
+    assert main(["celldiv", "league", "--backend", "local", "--workers", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "arena: error: workers: must be at least 1, got 0"
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
