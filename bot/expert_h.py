@@ -24,7 +24,8 @@ from games.loong.observation import Observation, encode
 NAME = "expert-h"
 NATIVE_NAME = "expert-h-native"
 # The bot's sources, its own file first (the one that defines the ABI exports).
-EXPERT_H_SOURCES = tuple(CORE_DIR / f for f in ("bot.c", "route.c", "candidates.c", "world.c", "sonar.c"))
+EXPERT_H_SOURCES = tuple(CORE_DIR / f for f in ("bot.c", "route.c", "candidates.c", "filters.c", "relay.c", "world.c",
+                                                   "sonar.c"))
 SPRINT_MAX = 64  # CORE_SPRINT_MAX
 
 

@@ -18,7 +18,36 @@ enum {
     EH_CAMP_HARVEST = 4,
     EH_LENGTH_MIN = 3,     // an enemy's length is at least this (a worker's at birth; what is seen may be less)
     EH_HEAD_MEMORY = 4,    // rounds an enemy head seen stays a threat (moving a step a round meanwhile)
+    EH_FILTER_UNITS = CORE_F_UNITS / 4,  // the filters' work budget a turn (a quarter of their own cap)
 };
+// Placeholders given as macros so that a tuning match can set them with -D (benchmarks/expert_h_match.py --define).
+#ifndef EH_UNSEEN
+#define EH_UNSEEN 0             // unseen enemy heads (the filters' support) count as danger (0 off)
+#endif
+#ifndef EH_UNSEEN_REACH
+#define EH_UNSEEN_REACH 8       // steps an unseen head is assumed to cover next round (capped by its sprint bound)
+#endif
+#ifndef EH_UNSEEN_DANGER_Q16
+#define EH_UNSEEN_DANGER_Q16 1  // a move is in danger when unseen heads reach its end with this chance or more
+#endif
+#ifndef EH_UNSEEN_WORKERS
+#define EH_UNSEEN_WORKERS 1     // workers keep off such cells too
+#endif
+#ifndef EH_SPLIT_LENGTH
+#define EH_SPLIT_LENGTH 0       // a calm worker this long splits in half (the foil's P_SPLIT_LENGTH); 0 never
+#endif
+#ifndef EH_QUEEN_SHED
+#define EH_QUEEN_SHED 0         // a calm queen this long sheds a third (the foil's 24); 0 never (queen length
+#endif                          // decides the round-limit comparison first)
+#ifndef EH_TEAM_CAP
+#define EH_TEAM_CAP 16          // no split at this many living teammates (the foil's P_TEAM_CAP)
+#endif
+#ifndef EH_UNSEEN_FLEE_Q16
+#define EH_UNSEEN_FLEE_Q16 0  // the queen flees to the least unseen risk when a move has this much (0 off)
+#endif
+#ifndef EH_RELAY
+#define EH_RELAY 0              // teammates' sonar read and the relay's frames sent (0: the intent alone, unread)
+#endif
 
 static core_cand_scratch scratch;
 static core_budget budget;
@@ -30,7 +59,51 @@ uint32_t expert_h_size(void) { return (uint32_t)sizeof(expert_h); }
 void expert_h_init(expert_h *h, uint64_t seed) {
     core_world_reset(&h->world);
     core_route_reset(&h->route);
+    core_filters_reset(&h->filters);
+    core_filters_set_units(&h->filters, EH_FILTER_UNITS);
+#if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && EH_RELAY
+    core_relay_reset(&h->relay, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, SONAR_CHECK_BITS);
+    h->relay_on = 1;
+#else
+    core_relay_reset(&h->relay, 0, 0, SONAR_CHECK_BITS);
+    h->relay_on = 0;
+#endif
     h->seed = seed, h->turns = 0, h->last_code = 0;
+}
+
+static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
+
+// risk[d] (Q16) = sum over enemy filters whose head is not seen this round of alive x the head mass within
+// min(sprint bound, EH_UNSEEN_REACH) steps (torus Manhattan) of end[d]: the chance an unseen head can be there.
+static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
+    const core_filters *f = &h->filters;
+    uint32_t w = h->world.width, hh = h->world.height, cells = w * hh;
+    for (uint32_t d = 0; d < 4; d++) risk[d] = 0;
+    if (!EH_UNSEEN) return;
+    for (uint32_t i = 0; i < f->n_tracks && i < CORE_F_TRACKS; i++) {
+        const core_track *t = &f->t[i];
+        if (!t->active || t->team == h->world.team || (t->flags & CORE_FF_ALLY) || (t->flags & CORE_FF_HEAD_SEEN))
+            continue;
+        uint32_t length = t->length_hi > t->length ? t->length_hi : t->length;
+        if (length < EH_LENGTH_MIN) length = EH_LENGTH_MIN;
+        uint32_t reach = (length + 3) / 4 + length - 1;
+        if (reach > EH_UNSEEN_REACH) reach = EH_UNSEEN_REACH;
+        uint64_t in[4] = {0, 0, 0, 0};
+        for (uint32_t k = 0; k < t->n && k < CORE_F_CAP; k++) {
+            uint32_t c = t->s[k].cell;
+            if (c >= cells) continue;
+            for (uint32_t d = 0; d < 4; d++) {
+                if (end[d] >= cells) continue;
+                uint32_t dist = torus(end[d] % w, c % w, w) + torus(end[d] / w, c / w, hh);
+                if (dist <= reach) in[d] += t->s[k].weight;
+            }
+        }
+        for (uint32_t d = 0; d < 4; d++) {
+            uint64_t p = in[d] > CORE_F_MASS ? CORE_F_MASS : in[d];  // Q20 -> Q16 with alive (Q16), rounded down
+            risk[d] += (uint32_t)(((uint64_t)t->alive * p) >> 20);
+            if (risk[d] > CORE_F_Q16) risk[d] = CORE_F_Q16;
+        }
+    }
 }
 
 static uint32_t torus(uint32_t a, uint32_t b, uint32_t n) {
@@ -84,17 +157,40 @@ static void queen_threats(const expert_h *h, const uint32_t *end, uint32_t *thre
 
 static const uint8_t *rec(uint32_t i) { return records + (uint64_t)CORE_CAND_RECORD * i; }
 
+static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps);
+
+// The turn: decide, then (with a key) the relay's four frames: the intent record first on every ray, then the
+// enemy heads in sight and the documented relay priority (relay.h).
 uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
-    uint32_t code = core_world_update(&h->world, obs, len);
+    uint32_t code = decide(h, obs, len, r, steps);
+    if (code != CORE_OK || !h->relay_on) return code;
+    uint64_t frames[4];
+    uint32_t opt = h->route.option <= 63 ? h->route.option : CORE_RELAY_NO_INTENT;
+    if (opt == CORE_OPT_NONE || h->route.intent_target >= (uint32_t)h->world.width * h->world.height)
+        opt = CORE_RELAY_NO_INTENT;
+    uint32_t mask = core_relay_send(&h->relay, &h->world, opt, h->route.intent_target, h->route.intent_expiry,
+                                    frames);
+    for (int d = 0; d < 4; d++)
+        if (mask >> d & 1) loong_send(r, d, frames[d]);
+    return code;
+}
+
+static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
+#if EH_UNSEEN
+    uint32_t code = core_filters_step(&h->filters, &h->world, obs, len);
+#else
+    uint32_t code = core_world_update(&h->world, obs, len);  // the filters unread: not stepped (their points)
+#endif
     h->last_code = code, h->turns++;
     r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
     if (code != CORE_OK) return code;
-    uint32_t round = loong_round(obs);
-#if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO)
+#if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && !EH_RELAY
     if (!h->route.sonar_ready)
         core_route_key(&h->route, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, h->world.team,
                        h->world.width, h->world.height);
 #endif
+    if (h->relay_on) core_relay_receive(&h->relay, &h->world, obs, len);
+    uint32_t round = loong_round(obs);
     core_budget_init(&budget, CORE_SURVIVAL_UNITS);
     uint32_t n = core_candidates(&h->world, obs, len, CORE_REQ_PRIMITIVE | CORE_REQ_HARVEST | CORE_REQ_ESCAPE,
                                  &scratch, &budget, records, EH_RECORDS);
@@ -115,6 +211,11 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     for (uint32_t d = 0; d < 4; d++) {
         end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
         calm[d] = end[d] < cells && !scratch.danger[end[d]];
+    }
+    uint32_t risk[4];
+    unseen_risk(h, end, risk);
+    for (uint32_t d = 0; d < 4; d++) {
+        if ((h->world.is_queen || EH_UNSEEN_WORKERS) && risk[d] >= EH_UNSEEN_DANGER_Q16) calm[d] = 0;
         any_safe |= safe[d] && calm[d], any_live |= rec(d)[12] > 0 && calm[d];
     }
     if (any_safe)
@@ -170,20 +271,46 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     if (h->world.is_queen || EH_WORKERS_FLEE) {
         uint32_t threat[4];
         queen_threats(h, end, threat);
-        uint32_t best = 4, key = 0;
+        uint32_t best = 4, worst_risk = 0, flee_risk = h->world.is_queen && EH_UNSEEN_FLEE_Q16;
+        uint64_t key = 0;
         for (uint32_t d = 0; d < 4; d++) {
             if (rec(d)[12] == 0 || !calm[d]) continue;
-            uint32_t k = (threat[d] == 0) << 24 | (uint32_t)(safe[d] != 0) << 23 | (uint32_t)(255 - threat[d]) << 14 |
-                         (uint32_t)rec(d)[12] << 8 | rec(d)[13];
+            if (risk[d] > worst_risk) worst_risk = risk[d];
+            uint32_t r16 = flee_risk ? CORE_F_Q16 - risk[d] : 0;
+            uint64_t k = (uint64_t)(threat[d] == 0) << 50 | (uint64_t)(safe[d] != 0) << 49 |
+                         (uint64_t)(255 - threat[d]) << 40 | (uint64_t)r16 << 20 | (uint64_t)rec(d)[12] << 8 | rec(d)[13];
             if (k > key) key = k, best = d;
         }
-        if (best < 4 && threat[best] > 0) {  // threatened: flee (no harvest detour)
+        uint32_t unseen_flee = flee_risk && worst_risk >= EH_UNSEEN_FLEE_Q16 && best < 4 && risk[best] < worst_risk;
+        if (best < 4 && (threat[best] > 0 || unseen_flee)) {
+            // threatened by a head seen, or (the queen) by unseen heads: flee (no harvest detour)
             core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(best), round);
             core_route_reply(&h->route, rec(best), round, r, steps);
             return code;
         }
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && threat[d] == 0;
         if (best < 4 && !safe[best] && !(safe[0] | safe[1] | safe[2] | safe[3])) safe[best] = 1;
+    }
+    {  // the split (calm: no move threatened by a head seen or unseen, no escape candidate, a move survives)
+        uint32_t L = loong_length(obs), k = 0, calm_all = depth > 0;
+        uint32_t threat[4];
+        queen_threats(h, end, threat);
+        for (uint32_t d = 0; d < 4; d++) calm_all &= threat[d] == 0 && calm[d];
+        for (uint32_t i = 4; i < n && calm_all; i++)
+            if (rec(i)[1] == CORE_GEN_ESCAPE) calm_all = 0;
+        if (calm_all && loong_team_living(obs) < EH_TEAM_CAP) {
+            if (!h->world.is_queen && EH_SPLIT_LENGTH && L >= EH_SPLIT_LENGTH) k = L / 2;
+            if (h->world.is_queen && EH_QUEEN_SHED && L >= EH_QUEEN_SHED) k = L / 3;
+        }
+        for (uint32_t i = 4; i < n && k; i++) {
+            const uint8_t *c = rec(i);
+            if (c[0] == CORE_KIND_SPLIT && ((uint32_t)c[2] | (uint32_t)c[3] << 8) == k && c[13] >= L - k + 2) {
+                core_route_commit(&h->route, CORE_OPT_SPLIT, c, round);
+                h->route.target = CORE_NO_CELL;
+                core_route_reply(&h->route, c, round, r, steps);
+                return code;
+            }
+        }
     }
     uint32_t escape = n, harvest = n;
     for (uint32_t i = 4; i < n; i++) {

@@ -5,13 +5,17 @@
 #pragma once
 #include <stdint.h>
 
+#include "filters.h"
+#include "relay.h"
 #include "route.h"
 
 typedef struct {
     core_world world;
     core_route route;
+    core_filters filters;  // every other dragon's head histogram (filters.h); core_filters_step updates world
+    core_relay relay;      // teammates' sonar into world, and the frames sent (relay.h)
     uint64_t seed;
-    uint32_t turns, last_code;
+    uint32_t turns, last_code, relay_on;
 } expert_h;
 
 uint32_t expert_h_size(void);

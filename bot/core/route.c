@@ -43,9 +43,10 @@ void core_route_reply(core_route *r, const uint8_t *rec, uint32_t round, loong_r
     if (rec[0] == CORE_KIND_SPRINT)
         for (uint32_t i = 0; i < arg && i < CORE_SPRINT_MAX; i++)
             steps[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
-    if (!r->sonar_ready) return;
     uint32_t target = r->target == CORE_NO_CELL ? ((uint32_t)rec[6] | (uint32_t)rec[7] << 8) : r->target;
     uint32_t expiry = r->option == CORE_OPT_HARVEST ? r->expiry : round;
+    r->intent_target = target, r->intent_expiry = expiry;
+    if (!r->sonar_ready) return;
     sonar_record rec_out = {.kind = SONAR_INTENT, .cell = target, .round = expiry, .value = r->option, .extra = 0};
     uint64_t frame = 0;
     if (target < r->ctx.cells && sonar_encode(&r->ctx, round, &rec_out, 1, 0, &frame) == 1)

@@ -11,7 +11,7 @@
 
 // Option codes (sent as the intent record's value, 0..63).
 enum { CORE_OPT_NONE = 0, CORE_OPT_HARVEST = 1, CORE_OPT_ESCAPE = 2, CORE_OPT_WANDER = 3, CORE_OPT_SURVIVE = 4,
-       CORE_OPT_STRIKE = 5, CORE_OPT_HUNT = 6 };
+       CORE_OPT_STRIKE = 5, CORE_OPT_HUNT = 6, CORE_OPT_SPLIT = 7 };
 enum {
     CORE_ROUTE_SLACK = 4,  // rounds an option may run past its route length before it expires (placeholder)
 };
@@ -22,7 +22,8 @@ typedef struct {
     uint32_t expiry;  // last round the option holds
     uint32_t since;   // round it was chosen
     uint32_t kept;    // turns it has been kept (statistics)
-    uint32_t sonar_ready;  // 1 when ctx holds this team's key for this board
+    uint32_t sonar_ready;  // 1 when ctx holds this team's key for this board (route sends the intent itself)
+    uint32_t intent_target, intent_expiry;  // the intent record of the latest reply (for a relay's sender)
     sonar_ctx ctx;
 } core_route;
 
