@@ -2,7 +2,10 @@
 Dagster instance, and read the one-line failure a step raised."""
 
 import dagster as dg
+import mlflow
 import pytest
+
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
 
 def _materialise(asset, resources, tmp, config):
@@ -27,3 +30,28 @@ def materialise():
 def failure_line():
     """``failure_line(result) -> str``: the description of the run's one step failure."""
     return _failure_line
+
+
+@pytest.fixture
+def resources(tmp_path, monkeypatch):
+    """The Loong assets' resources on a throwaway ARENA_HOME, MLflow store and artifact root (test profile)."""
+    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "arena"))
+    monkeypatch.delenv("ARENA_MLFLOW_UI", raising=False)
+    (tmp_path / "dagster").mkdir()
+    return {
+        "mlflow": MlflowResource(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
+        "artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+        "profile": ProfileResource(name="test"),
+        "execution": ExecutionResource(backend="local", workers=2),
+    }
+
+
+def _tracked_runs(resources):
+    mlflow.set_tracking_uri(resources["mlflow"].uri())
+    return mlflow.search_runs(search_all_experiments=True, output_format="list")
+
+
+@pytest.fixture
+def tracked_runs():
+    """``tracked_runs(resources) -> [mlflow Run]``: every run in that MLflow store."""
+    return _tracked_runs

@@ -6,32 +6,13 @@ import json
 from pathlib import Path
 
 import dagster as dg
-import mlflow
 import pytest
 
 from assets.loong import loong_league, loong_selfplay_games, loong_wasm_build
-from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, ProfileResource
 
 
-@pytest.fixture
-def resources(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "arena"))
-    monkeypatch.delenv("ARENA_MLFLOW_UI", raising=False)
-    (tmp_path / "dagster").mkdir()
-    return {
-        "mlflow": MlflowResource(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
-        "artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-        "profile": ProfileResource(name="test"),
-        "execution": ExecutionResource(backend="local", workers=2),
-    }
-
-
-def tracked_runs(resources):
-    mlflow.set_tracking_uri(resources["mlflow"].uri())
-    return mlflow.search_runs(search_all_experiments=True, output_format="list")
-
-
-def test_build_then_league(resources, tmp_path):
+def test_build_then_league(resources, tmp_path, tracked_runs):
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         result = dg.materialize(
             [loong_wasm_build, loong_league], resources=resources, instance=instance,
@@ -70,7 +51,7 @@ def test_build_then_league(resources, tmp_path):
     ({"players": ["foil", "foil"]}, "loong_league: players: listed twice: foil"),
 ])
 def test_a_bad_league_config_fails_in_one_line_and_opens_no_run(resources, tmp_path, config, line, materialise,
-                                                                failure_line):
+                                                                failure_line, tracked_runs):
     result = materialise(loong_league, resources, tmp_path, config)
     assert not result.success
     message = failure_line(result)

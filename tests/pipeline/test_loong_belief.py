@@ -12,28 +12,10 @@ import numpy as np
 import pytest
 
 from assets.loong_belief import loong_belief_report
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from ops import loong_belief as op
 
 
-@pytest.fixture
-def resources(tmp_path, monkeypatch):
-    monkeypatch.setenv("ARENA_HOME", str(tmp_path / "arena"))
-    monkeypatch.delenv("ARENA_MLFLOW_UI", raising=False)
-    (tmp_path / "dagster").mkdir()
-    return {
-        "mlflow": MlflowResource(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
-        "artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-        "profile": ProfileResource(name="test"),
-    }
-
-
-def tracked_runs(resources):
-    mlflow.set_tracking_uri(resources["mlflow"].uri())
-    return mlflow.search_runs(search_all_experiments=True, output_format="list")
-
-
-def test_the_report_at_the_test_profile(resources, tmp_path):
+def test_the_report_at_the_test_profile(resources, tmp_path, tracked_runs):
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         result = dg.materialize([loong_belief_report], resources=resources, instance=instance)
     assert result.success
@@ -130,7 +112,7 @@ def test_calibration_sums():
     ({"sonar_frames": 0}, "loong_belief_report: sonar_frames: must be in [1, 2^32), got 0"),
 ])
 def test_a_bad_config_fails_in_one_line_and_opens_no_run(resources, tmp_path, config, line, materialise,
-                                                         failure_line):
+                                                         failure_line, tracked_runs):
     result = materialise(loong_belief_report, resources, tmp_path, config)
     assert not result.success
     message = failure_line(result)
