@@ -11,13 +11,11 @@ declarations, one dragon's world + scratch + budget, and the 48-byte records as 
 from __future__ import annotations
 
 import ctypes
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from bot.native import CORE_DIR, SANITIZE_FLAGS, _mkdir, default_cache, load_native, native_key
+from bot.native import CORE_DIR, build_test_wasm, core_library, core_state
 
 CANDIDATE_SOURCES = (CORE_DIR / "world.c", CORE_DIR / "candidates.c")
 RECORD = 48
@@ -44,17 +42,14 @@ WASM_EXPORTS = ("ccore_obs_buffer", "ccore_out_buffer", "ccore_dist_buffer", "cc
 def candidates_library(*, sanitize: bool = False, cache: Path | None = None) -> ctypes.CDLL:
     """world.c + candidates.c as one native library, argtypes declared (``sanitize``: the UBSan build, which
     aborts the process on undefined behaviour: run it in a child process)."""
-    lib = load_native(list(CANDIDATE_SOURCES), "candidates-ubsan" if sanitize else "candidates",
-                      extra_flags=SANITIZE_FLAGS if sanitize else (), cache=cache)
     p, u32 = ctypes.c_void_p, ctypes.c_uint32
-    for fn, args in (("core_world_reset", [p]), ("core_world_update", [p, p, u32]), ("core_world_size", []),
-                     ("core_cand_scratch_size", []), ("core_survival_units", []),
-                     ("core_candidates", [p, p, u32, u32, p, p, p, u32]),
-                     ("core_distances", [p, u32, u32, u32, p, p, p]), ("core_cross", [p, u32, u32, p, p]),
-                     ("core_world_dump", [p, p, u32]), ("core_dump_size", [u32, u32])):
-        getattr(lib, fn).argtypes = args
-        getattr(lib, fn).restype = None if fn == "core_world_reset" else u32
-    return lib
+    sigs = {fn: (args, None if fn == "core_world_reset" else u32) for fn, args in (
+        ("core_world_reset", [p]), ("core_world_update", [p, p, u32]), ("core_world_size", []),
+        ("core_cand_scratch_size", []), ("core_survival_units", []),
+        ("core_candidates", [p, p, u32, u32, p, p, p, u32]),
+        ("core_distances", [p, u32, u32, u32, p, p, p]), ("core_cross", [p, u32, u32, p, p]),
+        ("core_world_dump", [p, p, u32]), ("core_dump_size", [u32, u32]))}
+    return core_library(CANDIDATE_SOURCES, "candidates", sigs, sanitize=sanitize, cache=cache)
 
 
 class NativeCandidates:
@@ -62,14 +57,13 @@ class NativeCandidates:
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.lib = lib
-        self._world = ctypes.create_string_buffer(lib.core_world_size())
+        self._world = core_state(lib, "core_world")
         self._scratch = ctypes.create_string_buffer(lib.core_cand_scratch_size())
         self._budget = (ctypes.c_uint32 * 2)()
         self._out = ctypes.create_string_buffer(RECORD * OUT_RECORDS)
         self._dist = (ctypes.c_uint16 * 4096)()
         self._first = (ctypes.c_uint8 * 4096)()
         self._queue = (ctypes.c_uint16 * 4096)()
-        lib.core_world_reset(self._world)
 
     def update(self, obs: bytes) -> int:
         return self.lib.core_world_update(self._world, obs, len(obs))
@@ -122,17 +116,4 @@ def sprint_directions(record) -> tuple[int, ...]:
 
 def build_candidates_wasm(test_exports: Path, cache: Path | None = None) -> Path:
     """world.c + candidates.c + the test exports file as a wasm32 module (``WASM_EXPORTS``), cached by source."""
-    from bot.toolchain import BASE_FLAGS, compile_c
-
-    sources = [*CANDIDATE_SOURCES, Path(test_exports)]
-    out = (cache or default_cache()) / native_key(sources, (*BASE_FLAGS, *WASM_EXPORTS)) / "candidates.wasm"
-    if not out.exists():
-        fd, tmp = tempfile.mkstemp(dir=_mkdir(out.parent), prefix=".candidates.", suffix=".wasm")
-        os.close(fd)
-        try:
-            compile_c(sources, Path(tmp), exports=WASM_EXPORTS)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return out
+    return build_test_wasm([*CANDIDATE_SOURCES, Path(test_exports)], "candidates", WASM_EXPORTS, cache=cache)

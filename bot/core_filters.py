@@ -10,14 +10,12 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from bot.native import CORE_DIR, SANITIZE_FLAGS, default_cache, load_native, native_key
+from bot.native import CORE_DIR, build_test_wasm, core_library, core_state, pack_batch
 
 FILTERS_SOURCES = (CORE_DIR / "world.c", CORE_DIR / "filters.c")
 FILTERS_WASM_EXPORTS = ("fcore_obs_buffer", "fcore_dump_buffer", "fcore_reset", "fcore_step", "fcore_report_length",
@@ -39,8 +37,6 @@ _DUMP_HEAD, _TRACK_HEAD = 56, 40
 def filters_library(*, sanitize: bool = False, cache: Path | None = None) -> ctypes.CDLL:
     """The native library of the world and the filters, argtypes declared (``sanitize``: the UBSan build, which
     aborts the process on undefined behaviour: run it in a child process)."""
-    lib = load_native(list(FILTERS_SOURCES), "filters-ubsan" if sanitize else "filters",
-                      extra_flags=SANITIZE_FLAGS if sanitize else (), cache=cache)
     p, u32, u32p = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
     sigs = {"core_filters_reset": ([p], None), "core_world_reset": ([p], None), "core_world_size": ([], u32),
             "core_filters_size": ([], u32), "core_filters_step": ([p, p, p, u32], u32),
@@ -48,9 +44,7 @@ def filters_library(*, sanitize: bool = False, cache: Path | None = None) -> cty
             "core_filters_dump": ([p, p, u32], u32), "core_filters_batch": ([p, p, p, u32, u32p, u32, p], u32),
             "core_filters_set_units": ([p, u32], None),
             "core_filters_body": ([p, p, u32, ctypes.c_int32, p, p, u32, u32p], u32)}
-    for name, (args, res) in sigs.items():
-        getattr(lib, name).argtypes, getattr(lib, name).restype = args, res
-    return lib
+    return core_library(FILTERS_SOURCES, "filters", sigs, sanitize=sanitize, cache=cache)
 
 
 class NativeFilters:
@@ -58,10 +52,8 @@ class NativeFilters:
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.lib = lib
-        self._world = ctypes.create_string_buffer(lib.core_world_size())
-        self._filters = ctypes.create_string_buffer(lib.core_filters_size())
-        lib.core_world_reset(self._world)
-        lib.core_filters_reset(self._filters)
+        self._world = core_state(lib, "core_world")
+        self._filters = core_state(lib, "core_filters")
 
     def step(self, obs: bytes) -> int:
         """Fold one observation into the world, then the filters; the world's code (0 ok)."""
@@ -93,18 +85,11 @@ class NativeFilters:
 
 def filters_batch(lib: ctypes.CDLL, observations: list[bytes]) -> list[int]:
     """One dragon's observations through a fresh world and filters in one native call: the code of each turn."""
-    world = ctypes.create_string_buffer(lib.core_world_size())
-    filters = ctypes.create_string_buffer(lib.core_filters_size())
-    lib.core_world_reset(world)
-    lib.core_filters_reset(filters)
-    n = len(observations)
-    offsets = (ctypes.c_uint32 * (n + 1))()
-    pos = 0
-    for i, o in enumerate(observations):
-        offsets[i], pos = pos, pos + len(o)
-    offsets[n] = pos
+    world = core_state(lib, "core_world")
+    filters = core_state(lib, "core_filters")
+    joined, pos, offsets, n = pack_batch(observations)
     codes = ctypes.create_string_buffer(max(1, n))
-    done = lib.core_filters_batch(filters, world, b"".join(observations), pos, offsets, n, codes)
+    done = lib.core_filters_batch(filters, world, joined, pos, offsets, n, codes)
     if done != n:
         raise ValueError(f"filters batch stopped at turn {done} of {n}")
     return list(codes.raw[:n])
@@ -141,18 +126,5 @@ def parse_filters_dump(dump: bytes) -> tuple[dict, list[dict]]:
 
 def build_filters_wasm(cache: Path | None = None) -> Path:
     """The filters' wasm32 test module (``FILTERS_WASM_EXPORTS``; the judge refuses them), cached by source hash."""
-    from bot.toolchain import BASE_FLAGS, compile_c
-
-    key = native_key(list(FILTERS_SOURCES), (*BASE_FLAGS, *FILTERS_WASM_FLAGS, *FILTERS_WASM_EXPORTS))
-    out = (cache or default_cache()) / key / "filters.wasm"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".filters.", suffix=".wasm")
-        os.close(fd)
-        try:
-            compile_c(list(FILTERS_SOURCES), Path(tmp), exports=FILTERS_WASM_EXPORTS, extra_flags=FILTERS_WASM_FLAGS)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return out
+    return build_test_wasm(FILTERS_SOURCES, "filters", FILTERS_WASM_EXPORTS, extra_flags=FILTERS_WASM_FLAGS,
+                           cache=cache)

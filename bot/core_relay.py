@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
-import tempfile
 from pathlib import Path
 
-from bot.native import CORE_DIR, default_cache, load_native, native_key
+from bot.native import CORE_DIR, build_test_wasm, core_library, core_state
 
 RELAY_SOURCES = (CORE_DIR / "world.c", CORE_DIR / "sonar.c", CORE_DIR / "relay.c")
 RELAY_WASM_FLAGS = ("-DCORE_RELAY_WASM",)
@@ -35,19 +33,16 @@ TRAP_FLAGS = ("-fsanitize=undefined", "-fsanitize-trap=undefined")  # undefined 
 def relay_library(cache: Path | None = None, *, sanitize: bool = False) -> ctypes.CDLL:
     """world.c, sonar.c and relay.c as one native library, argtypes declared (``sanitize``: undefined behaviour
     traps, killing the process)."""
-    lib = load_native(list(RELAY_SOURCES), "relay-ubsan" if sanitize else "relay",
-                      extra_flags=TRAP_FLAGS if sanitize else (), cache=cache)
     p, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
-    for fn, res, args in (("core_world_reset", None, [p]), ("core_world_size", u32, []),
-                          ("core_world_update", u32, [p, p, u32]), ("core_world_dump", u32, [p, p, u32]),
-                          ("core_dump_size", u32, [u32, u32]),
-                          ("core_relay_reset", None, [p, u64, u64, u32]), ("core_relay_size", u32, []),
-                          ("core_relay_hear", u32, [p, p, u64, u32]), ("core_relay_receive", u32, [p, p, p, u32]),
-                          ("core_relay_merge", u32, [p, p, p, u32]),
-                          ("core_relay_send", u32, [p, p, u32, u32, u32, p]), ("core_relay_dump", u32, [p, p, u32])):
-        getattr(lib, fn).argtypes = args
-        getattr(lib, fn).restype = res
-    return lib
+    sigs = {fn: (args, res) for fn, res, args in (
+        ("core_world_reset", None, [p]), ("core_world_size", u32, []),
+        ("core_world_update", u32, [p, p, u32]), ("core_world_dump", u32, [p, p, u32]),
+        ("core_dump_size", u32, [u32, u32]),
+        ("core_relay_reset", None, [p, u64, u64, u32]), ("core_relay_size", u32, []),
+        ("core_relay_hear", u32, [p, p, u64, u32]), ("core_relay_receive", u32, [p, p, p, u32]),
+        ("core_relay_merge", u32, [p, p, p, u32]),
+        ("core_relay_send", u32, [p, p, u32, u32, u32, p]), ("core_relay_dump", u32, [p, p, u32]))}
+    return core_library(RELAY_SOURCES, "relay", sigs, sanitize=sanitize, cache=cache, sanitize_flags=TRAP_FLAGS)
 
 
 class NativeRelay:
@@ -55,12 +50,10 @@ class NativeRelay:
 
     def __init__(self, lib: ctypes.CDLL, secret: tuple[int, int], check_bits: int = CHECK_BITS) -> None:
         self.lib = lib
-        self.world = ctypes.create_string_buffer(lib.core_world_size())
-        self.relay = ctypes.create_string_buffer(lib.core_relay_size())
+        self.world = core_state(lib, "core_world")
+        self.relay = core_state(lib, "core_relay", secret[0], secret[1], check_bits)
         self._out = ctypes.create_string_buffer(lib.core_dump_size(64, 64))
         self._frames = (ctypes.c_uint64 * 4)()
-        lib.core_world_reset(self.world)
-        lib.core_relay_reset(self.relay, secret[0], secret[1], check_bits)
 
     def update(self, obs: bytes) -> tuple[int, int]:
         """World update, then the inbox when accepted: (world code, frames accepted or NOT_ACCEPTED)."""
@@ -124,18 +117,4 @@ def with_inbox(obs: bytes, values: list[tuple[int, int]]) -> bytes:
 
 def build_relay_wasm(cache: Path | None = None) -> Path:
     """world.c, sonar.c and relay.c with the test exports as a wasm32 module (not a bot: the judge refuses them)."""
-    from bot.toolchain import BASE_FLAGS, compile_c
-
-    key = native_key(list(RELAY_SOURCES), (*BASE_FLAGS, *RELAY_WASM_FLAGS, *RELAY_WASM_EXPORTS))
-    out = (cache or default_cache()) / key / "relay.wasm"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".relay.", suffix=".wasm")
-        os.close(fd)
-        try:
-            compile_c(list(RELAY_SOURCES), Path(tmp), exports=RELAY_WASM_EXPORTS, extra_flags=RELAY_WASM_FLAGS)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return out
+    return build_test_wasm(RELAY_SOURCES, "relay", RELAY_WASM_EXPORTS, extra_flags=RELAY_WASM_FLAGS, cache=cache)

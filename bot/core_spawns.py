@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.native import CORE_DIR, SANITIZE_FLAGS, load_native
+from bot.native import CORE_DIR, core_library, core_state, pack_batch, trim_slots
 
 SPAWNS_SOURCES = (CORE_DIR / "world.c", CORE_DIR / "spawns.c")
 SPAWNS_WASM_EXPORTS = ("wsp_obs_buffer", "wsp_dump_buffer", "wsp_reset", "wsp_update", "wsp_dump")
@@ -32,20 +32,17 @@ assert SPAWN_TILE_DTYPE.itemsize == 176
 
 def spawns_library(*, sanitize: bool = False, cache: Path | None = None) -> ctypes.CDLL:
     """world.c + spawns.c as one native library with argtypes declared (``sanitize``: the UBSan build)."""
-    lib = load_native(list(SPAWNS_SOURCES), "spawns-ubsan" if sanitize else "spawns",
-                      extra_flags=SANITIZE_FLAGS if sanitize else (), cache=cache)
     p, u32, u32p = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
-    for fn, args, res in (("core_world_reset", [p], None), ("core_world_update", [p, p, u32], u32),
-                          ("core_world_size", [], u32), ("core_spawns_reset", [p, u32], None),
-                          ("core_spawns_set_rates", [p, u32, u32, u32, u32, u32], u32),
-                          ("core_spawns_update", [p, p, p, u32], u32), ("core_spawns_pearl", [p, u32], u32),
-                          ("core_spawns_next", [p, u32, u32p], u32), ("core_spawns_dump_size", [u32, u32, u32], u32),
-                          ("core_spawns_dump", [p, p, u32], u32),
-                          ("core_spawns_batch", [p, p, p, u32, u32p, u32, p, u32, p], u32),
-                          ("core_spawns_size", [], u32)):
-        getattr(lib, fn).argtypes = args
-        getattr(lib, fn).restype = res
-    return lib
+    sigs = {fn: (args, res) for fn, args, res in (
+        ("core_world_reset", [p], None), ("core_world_update", [p, p, u32], u32),
+        ("core_world_size", [], u32), ("core_spawns_reset", [p, u32], None),
+        ("core_spawns_set_rates", [p, u32, u32, u32, u32, u32], u32),
+        ("core_spawns_update", [p, p, p, u32], u32), ("core_spawns_pearl", [p, u32], u32),
+        ("core_spawns_next", [p, u32, u32p], u32), ("core_spawns_dump_size", [u32, u32, u32], u32),
+        ("core_spawns_dump", [p, p, u32], u32),
+        ("core_spawns_batch", [p, p, p, u32, u32p, u32, p, u32, p], u32),
+        ("core_spawns_size", [], u32))}
+    return core_library(SPAWNS_SOURCES, "spawns", sigs, sanitize=sanitize, cache=cache)
 
 
 class NativeSpawns:
@@ -53,11 +50,9 @@ class NativeSpawns:
 
     def __init__(self, lib: ctypes.CDLL, flags: int = 0) -> None:
         self.lib = lib
-        self._world = ctypes.create_string_buffer(lib.core_world_size())
-        self._spawns = ctypes.create_string_buffer(lib.core_spawns_size())
+        self._world = core_state(lib, "core_world")
+        self._spawns = core_state(lib, "core_spawns", flags)
         self._dump = ctypes.create_string_buffer(lib.core_spawns_dump_size(64, 64, MAX_TILES))
-        lib.core_world_reset(self._world)
-        lib.core_spawns_reset(self._spawns, flags)
 
     def set_rates(self, eat: int, death: int, block: int, spawn_prior: int, eat_tile: int) -> None:
         """The HMM's rates, Q16 each (docs/expert-core-spawns.md); ValueError naming them if refused."""
@@ -82,31 +77,19 @@ class NativeSpawns:
 
 def spawns_batch(lib: ctypes.CDLL, observations: list[bytes], flags: int = 0) -> tuple[list[int], list[bytes]]:
     """One dragon's observations through a fresh world and spawns model in one native call: (codes, dumps)."""
-    world = ctypes.create_string_buffer(lib.core_world_size())
-    spawns = ctypes.create_string_buffer(lib.core_spawns_size())
-    lib.core_world_reset(world)
-    lib.core_spawns_reset(spawns, flags)
-    n = len(observations)
-    offsets = (ctypes.c_uint32 * (n + 1))()
-    pos = 0
-    for i, o in enumerate(observations):
-        offsets[i], pos = pos, pos + len(o)
-    offsets[n] = pos
+    world = core_state(lib, "core_world")
+    spawns = core_state(lib, "core_spawns", flags)
+    joined, pos, offsets, n = pack_batch(observations)
     w, h = (observations[0][20], observations[0][21]) if n and len(observations[0]) >= 22 else (64, 64)
     stride = lib.core_spawns_dump_size(max(w, 1), max(h, 1), MAX_TILES)
     out = ctypes.create_string_buffer(max(1, stride * n))
     codes = ctypes.create_string_buffer(max(1, n))
-    done = lib.core_spawns_batch(world, spawns, b"".join(observations), pos, offsets, n, out, stride, codes)
+    done = lib.core_spawns_batch(world, spawns, joined, pos, offsets, n, out, stride, codes)
     if done != n:
         raise ValueError(f"spawns batch stopped at turn {done} of {n}: observation {done} is for a larger map "
                          f"than the first ({w}x{h})")
-    raw = out.raw
-    dumps = []
-    for i in range(n):
-        base = i * stride
-        dw, dh, tiles = raw[base + 10], raw[base + 11], struct.unpack_from("<H", raw, base + 16)[0]
-        dumps.append(raw[base:base + lib.core_spawns_dump_size(dw, dh, tiles)])
-    return list(codes.raw[:n]), dumps
+    size = lambda r, b: lib.core_spawns_dump_size(r[b + 10], r[b + 11], struct.unpack_from("<H", r, b + 16)[0])  # noqa: E731
+    return list(codes.raw[:n]), trim_slots(out.raw, stride, n, size)
 
 
 def parse_spawns_dump(dump: bytes) -> tuple[dict, np.ndarray, np.ndarray]:

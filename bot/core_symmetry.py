@@ -9,14 +9,12 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from bot.native import CORE_DIR, SANITIZE_FLAGS, default_cache, load_native, native_key
+from bot.native import CORE_DIR, build_test_wasm, core_library, core_state, pack_batch, trim_slots
 
 SYMMETRY_SOURCES = (CORE_DIR / "world.c", CORE_DIR / "symmetry.c")
 SYMMETRY_WASM_FLAGS = ("-DCORE_SYMMETRY_WASM",)
@@ -34,19 +32,16 @@ assert VIEW_CELL_DTYPE.itemsize == 20
 def symmetry_library(cache: Path | None = None, *, sanitize: bool = False) -> ctypes.CDLL:
     """world.c and symmetry.c as one native library, argtypes declared (``sanitize``: the UBSan build, which
     aborts the process on undefined behaviour: load it in a child process)."""
-    lib = load_native(list(SYMMETRY_SOURCES), "symmetry-ubsan" if sanitize else "symmetry",
-                      extra_flags=SANITIZE_FLAGS if sanitize else (), cache=cache)
     p, u32 = ctypes.c_void_p, ctypes.c_uint32
-    for fn, args in (("core_world_reset", [p]), ("core_world_size", []), ("core_world_update", [p, p, u32]),
-                     ("core_sym_reset", [p]), ("core_sym_size", []), ("core_sym_update", [p, p, p, u32]),
-                     ("core_sym_report_edges", [p, p, u32, u32, p, p, u32]),
-                     ("core_sym_report_spawn", [p, p, u32, u32, u32, u32, u32]),
-                     ("core_sym_set_queen_start", [p, u32, u32]), ("core_sym_dump_size", [u32, u32]),
-                     ("core_sym_dump", [p, p, p, u32]),
-                     ("core_sym_cell", [p, p, u32, u32, p]), ("core_sym_batch", [p, p, p, u32, p, u32, p, u32, p])):
-        getattr(lib, fn).argtypes = args
-        getattr(lib, fn).restype = None if fn.endswith("_reset") else u32
-    return lib
+    sigs = {fn: (args, None if fn.endswith("_reset") else u32) for fn, args in (
+        ("core_world_reset", [p]), ("core_world_size", []), ("core_world_update", [p, p, u32]),
+        ("core_sym_reset", [p]), ("core_sym_size", []), ("core_sym_update", [p, p, p, u32]),
+        ("core_sym_report_edges", [p, p, u32, u32, p, p, u32]),
+        ("core_sym_report_spawn", [p, p, u32, u32, u32, u32, u32]),
+        ("core_sym_set_queen_start", [p, u32, u32]), ("core_sym_dump_size", [u32, u32]),
+        ("core_sym_dump", [p, p, p, u32]),
+        ("core_sym_cell", [p, p, u32, u32, p]), ("core_sym_batch", [p, p, p, u32, p, u32, p, u32, p]))}
+    return core_library(SYMMETRY_SOURCES, "symmetry", sigs, sanitize=sanitize, cache=cache)
 
 
 def _edges_args(kinds, partners) -> tuple[bytes, bytes]:
@@ -58,11 +53,9 @@ class NativeSymmetry:
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.lib = lib
-        self.world = ctypes.create_string_buffer(lib.core_world_size())
-        self.sym = ctypes.create_string_buffer(lib.core_sym_size())
+        self.world = core_state(lib, "core_world")
+        self.sym = core_state(lib, "core_sym")
         self._out = ctypes.create_string_buffer(lib.core_sym_dump_size(64, 64))
-        lib.core_world_reset(self.world)
-        lib.core_sym_reset(self.sym)
 
     def update(self, obs: bytes) -> int:
         """World update, then symmetry update when accepted: world code | symmetry code << 8."""
@@ -93,28 +86,17 @@ class NativeSymmetry:
 def symmetry_batch(lib: ctypes.CDLL, observations: list[bytes], *, width: int = 64, height: int = 64,
                    ) -> tuple[list[int], list[bytes]]:
     """One dragon's observations through a fresh world and symmetry state: (world codes, the view per turn)."""
-    world = ctypes.create_string_buffer(lib.core_world_size())
-    sym = ctypes.create_string_buffer(lib.core_sym_size())
-    lib.core_world_reset(world)
-    lib.core_sym_reset(sym)
-    n = len(observations)
-    offsets = (ctypes.c_uint32 * (n + 1))()
-    pos = 0
-    for i, o in enumerate(observations):
-        offsets[i], pos = pos, pos + len(o)
-    offsets[n] = pos
+    world = core_state(lib, "core_world")
+    sym = core_state(lib, "core_sym")
+    joined, pos, offsets, n = pack_batch(observations)
     stride = lib.core_sym_dump_size(width, height)
     out = ctypes.create_string_buffer(max(1, stride * n))
     codes = ctypes.create_string_buffer(max(1, n))
-    done = lib.core_sym_batch(world, sym, b"".join(observations), pos, offsets, n, out, stride, codes)
+    done = lib.core_sym_batch(world, sym, joined, pos, offsets, n, out, stride, codes)
     if done != n:
         raise ValueError(f"symmetry batch stopped at turn {done} of {n}: a {width}x{height} view slot is too small")
-    raw = out.raw
-    views = []
-    for i in range(n):
-        w, h = raw[i * stride + 10], raw[i * stride + 11]
-        views.append(raw[i * stride:i * stride + lib.core_sym_dump_size(w, h)])
-    return list(codes.raw[:n]), views
+    return list(codes.raw[:n]), trim_slots(out.raw, stride, n,
+                                           lambda r, b: lib.core_sym_dump_size(r[b + 10], r[b + 11]))
 
 
 def parse_view(view: bytes) -> tuple[dict, np.ndarray]:
@@ -140,19 +122,5 @@ def parse_view(view: bytes) -> tuple[dict, np.ndarray]:
 
 def build_symmetry_wasm(cache: Path | None = None) -> Path:
     """world.c and symmetry.c with the test exports as a wasm32 module (not a bot: the judge refuses them)."""
-    from bot.toolchain import BASE_FLAGS, compile_c
-
-    key = native_key(list(SYMMETRY_SOURCES), (*BASE_FLAGS, *SYMMETRY_WASM_FLAGS, *SYMMETRY_WASM_EXPORTS))
-    out = (cache or default_cache()) / key / "symmetry.wasm"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".symmetry.", suffix=".wasm")
-        os.close(fd)
-        try:
-            compile_c(list(SYMMETRY_SOURCES), Path(tmp), exports=SYMMETRY_WASM_EXPORTS,
-                      extra_flags=SYMMETRY_WASM_FLAGS)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return out
+    return build_test_wasm(SYMMETRY_SOURCES, "symmetry", SYMMETRY_WASM_EXPORTS, extra_flags=SYMMETRY_WASM_FLAGS,
+                           cache=cache)

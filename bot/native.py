@@ -102,18 +102,54 @@ OCC_NONE, OCC_ALLY_BODY, OCC_ALLY_HEAD, OCC_ENEMY_BODY, OCC_ENEMY_HEAD, OCC_UNKN
 G_EDGES, G_SPAWN, G_PEARL, G_OCCUPANT = range(4)
 
 
+def declare(lib: ctypes.CDLL, sigs: dict[str, tuple[list, object]]) -> ctypes.CDLL:
+    """Set ``argtypes`` and ``restype`` of each entry in ``sigs`` ({name: (argtypes, restype)}); returns ``lib``."""
+    for fn, (args, res) in sigs.items():
+        getattr(lib, fn).argtypes, getattr(lib, fn).restype = args, res
+    return lib
+
+
+def core_library(sources, name: str, sigs: dict[str, tuple[list, object]], *, sanitize: bool = False,
+                 cache: Path | None = None, sanitize_flags: tuple[str, ...] = SANITIZE_FLAGS) -> ctypes.CDLL:
+    """A core module's native library (``<name>-ubsan`` built with ``sanitize_flags`` when ``sanitize``) with the
+    entries of ``sigs`` declared."""
+    lib = load_native(list(sources), f"{name}-ubsan" if sanitize else name,
+                      extra_flags=sanitize_flags if sanitize else (), cache=cache)
+    return declare(lib, sigs)
+
+
+def pack_batch(observations: list[bytes]) -> tuple[bytes, int, ctypes.Array, int]:
+    """Observations as one batch call takes them: (joined bytes, their length, u32 offsets [n + 1], n)."""
+    n = len(observations)
+    offsets = (ctypes.c_uint32 * (n + 1))()
+    pos = 0
+    for i, o in enumerate(observations):
+        offsets[i], pos = pos, pos + len(o)
+    offsets[n] = pos
+    return b"".join(observations), pos, offsets, n
+
+
+def trim_slots(raw: bytes, stride: int, n: int, size) -> list[bytes]:
+    """The ``n`` dumps of a batch's output, each slot of ``stride`` bytes cut to ``size(raw, base)`` bytes."""
+    return [raw[i * stride:i * stride + size(raw, i * stride)] for i in range(n)]
+
+
+def core_state(lib: ctypes.CDLL, prefix: str, *reset_args) -> ctypes.Array:
+    """A fresh state of one core module in caller-owned memory: ``<prefix>_size()`` bytes, ``<prefix>_reset``."""
+    state = ctypes.create_string_buffer(getattr(lib, f"{prefix}_size")())
+    getattr(lib, f"{prefix}_reset")(state, *reset_args)
+    return state
+
+
 def world_library(*, sanitize: bool = False, cache: Path | None = None) -> ctypes.CDLL:
     """The world's native library with its argtypes declared (``sanitize``: the UBSan build, which aborts the
     process with a report on undefined behaviour: run it in a child process)."""
-    lib = load_native(list(WORLD_SOURCES), "world-ubsan" if sanitize else "world",
-                      extra_flags=SANITIZE_FLAGS if sanitize else (), cache=cache)
     u8p, u32, u32p = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)
-    for fn, args in (("core_world_reset", [u8p]), ("core_world_update", [u8p, u8p, u32]),
-                     ("core_dump_size", [u32, u32]), ("core_world_dump", [u8p, u8p, u32]),
-                     ("core_world_batch", [u8p, u8p, u32, u32p, u32, u8p, u32, u8p]), ("core_world_size", [])):
-        getattr(lib, fn).argtypes = args
-        getattr(lib, fn).restype = None if fn == "core_world_reset" else u32
-    return lib
+    sigs = {fn: (args, None if fn == "core_world_reset" else u32) for fn, args in (
+        ("core_world_reset", [u8p]), ("core_world_update", [u8p, u8p, u32]), ("core_dump_size", [u32, u32]),
+        ("core_world_dump", [u8p, u8p, u32]), ("core_world_batch", [u8p, u8p, u32, u32p, u32, u8p, u32, u8p]),
+        ("core_world_size", []))}
+    return core_library(WORLD_SOURCES, "world", sigs, sanitize=sanitize, cache=cache)
 
 
 class NativeWorld:
@@ -121,9 +157,8 @@ class NativeWorld:
 
     def __init__(self, lib: ctypes.CDLL) -> None:
         self.lib = lib
-        self._mem = ctypes.create_string_buffer(lib.core_world_size())
+        self._mem = core_state(lib, "core_world")
         self._dump = ctypes.create_string_buffer(lib.core_dump_size(64, 64))
-        lib.core_world_reset(self._mem)
 
     def update(self, obs: bytes) -> int:
         """Fold one observation in; the core's code (0 ok, ``CORE_CODES``)."""
@@ -142,27 +177,16 @@ def world_batch(lib: ctypes.CDLL, observations: list[bytes], *, width: int = 64,
                 ) -> tuple[list[int], list[bytes]]:
     """One dragon's observations through a fresh world in one native call: (codes, the dump after each turn).
     Each dump slot holds a ``width`` x ``height`` map (default the largest); dumps come back trimmed."""
-    world = ctypes.create_string_buffer(lib.core_world_size())
-    lib.core_world_reset(world)
-    n = len(observations)
-    offsets = (ctypes.c_uint32 * (n + 1))()
-    pos = 0
-    for i, o in enumerate(observations):
-        offsets[i], pos = pos, pos + len(o)
-    offsets[n] = pos
+    world = core_state(lib, "core_world")
+    joined, pos, offsets, n = pack_batch(observations)
     stride = lib.core_dump_size(width, height)
     out = ctypes.create_string_buffer(max(1, stride * n))
     codes = ctypes.create_string_buffer(max(1, n))
-    done = lib.core_world_batch(world, b"".join(observations), pos, offsets, n, out, stride, codes)
+    done = lib.core_world_batch(world, joined, pos, offsets, n, out, stride, codes)
     if done != n:
         raise ValueError(f"world batch stopped at turn {done} of {n}: its dump is over {stride} bytes "
                          f"(observation {done} is for a larger map than {width}x{height})")
-    raw = out.raw
-    dumps = []
-    for i in range(n):
-        w, h = raw[i * stride + 10], raw[i * stride + 11]
-        dumps.append(raw[i * stride:i * stride + lib.core_dump_size(w, h)])
-    return list(codes.raw[:n]), dumps
+    return list(codes.raw[:n]), trim_slots(out.raw, stride, n, lambda r, b: lib.core_dump_size(r[b + 10], r[b + 11]))
 
 
 def parse_dump(dump: bytes) -> tuple[dict, np.ndarray]:
@@ -181,20 +205,56 @@ def parse_dump(dump: bytes) -> tuple[dict, np.ndarray]:
 def build_world_wasm(cache: Path | None = None) -> Path:
     """The world's wasm32 test module (``WORLD_WASM_EXPORTS``; not a bot: the judge refuses these exports),
     cached like the native builds (``<cache>/<key>/world.wasm``)."""
+    return build_test_wasm(WORLD_WASM_SOURCES, "world", WORLD_WASM_EXPORTS, cache=cache)
+
+
+def build_test_wasm(sources, name: str, exports: tuple[str, ...], *, extra_flags: tuple[str, ...] = (),
+                    cache: Path | None = None) -> Path:
+    """``sources`` as a wasm32 test module exporting ``exports`` (not a bot: the judge refuses them), cached by
+    source hash in ``<cache>/<key>/<name>.wasm``."""
     from bot.toolchain import BASE_FLAGS, compile_c
 
-    key = native_key(list(WORLD_WASM_SOURCES), (*BASE_FLAGS, *WORLD_WASM_EXPORTS))
-    out = (cache or default_cache()) / key / "world.wasm"
+    sources = list(sources)
+    key = native_key(sources, (*BASE_FLAGS, *extra_flags, *exports))
+    out = (cache or default_cache()) / key / f"{name}.wasm"
     if not out.exists():
-        fd, tmp = tempfile.mkstemp(dir=_mkdir(out.parent), prefix=".world.", suffix=".wasm")
+        fd, tmp = tempfile.mkstemp(dir=_mkdir(out.parent), prefix=f".{name}.", suffix=".wasm")
         os.close(fd)
         try:
-            compile_c(list(WORLD_WASM_SOURCES), Path(tmp), exports=WORLD_WASM_EXPORTS)
+            compile_c(sources, Path(tmp), exports=exports, extra_flags=extra_flags)
             os.replace(tmp, out)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return out
+
+
+def wasm_exports(path: Path) -> tuple:
+    """A wasm test module instantiated under plain wasmtime (no imports; not the judge): (store, its exports)."""
+    import wasmtime
+
+    store = wasmtime.Store()
+    inst = wasmtime.Instance(store, wasmtime.Module.from_file(store.engine, str(path)), [])
+    return store, inst.exports(store)
+
+
+class WasmModule:
+    """A wasm test module under plain wasmtime (the judge refuses test exports): ``store``, ``ex``, ``mem``."""
+
+    def __init__(self, path: Path) -> None:
+        self.store, self.ex = wasm_exports(path)
+        self.mem = self.ex["memory"]
+
+    def place(self, data: bytes, ptr: int, at_end: bool = False) -> int:
+        """Write ``data`` at ``ptr`` (``at_end``: so that it ends at the end of linear memory); the address used."""
+        if at_end:
+            ptr = self.mem.data_len(self.store) - len(data)
+        if data:
+            self.mem.write(self.store, data, ptr)
+        return ptr
+
+    def read(self, ptr: int, n: int) -> bytes:
+        return bytes(self.mem.read(self.store, ptr, ptr + n))
 
 
 def _mkdir(d: Path) -> Path:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wasmtime
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
@@ -42,7 +41,7 @@ from bot.core_candidates import (
     run_turns,
     sprint_directions,
 )
-from bot.native import OCC_ENEMY_HEAD, parse_dump
+from bot.native import OCC_ENEMY_HEAD, parse_dump, wasm_exports
 from games.loong.actions import Move, Split, Sprint, check_action
 from games.loong.engine import Game
 from games.loong.maps import KELP
@@ -59,9 +58,7 @@ class WasmCandidates:
     """The wasm32 build under plain wasmtime (the judge refuses test exports)."""
 
     def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store()
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        self.ex = inst.exports(self.store)
+        self.store, self.ex = wasm_exports(path)
         self.mem = self.ex["memory"]
         self.obs_ptr, self.out_ptr = self.ex["ccore_obs_buffer"](self.store), self.ex["ccore_out_buffer"](self.store)
         self.dist_ptr = self.ex["ccore_dist_buffer"](self.store)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wasmtime
 
 from bot.core_filters import (
     FF_ALLY,
@@ -37,6 +36,7 @@ from bot.core_filters import (
     filters_library,
     parse_filters_dump,
 )
+from bot.native import wasm_exports
 
 KELP = 1
 
@@ -50,9 +50,7 @@ class WasmFilters:
     """The wasm32 test module run with plain wasmtime (the judge refuses its exports)."""
 
     def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store()
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        ex = inst.exports(self.store)
+        self.store, ex = wasm_exports(path)
         self.mem, self._step, self._dump, self._reset = ex["memory"], ex["fcore_step"], ex["fcore_dump"], \
             ex["fcore_reset"]
         self._report, self._units, self._set_units = ex["fcore_report_length"], ex["fcore_units"], ex["fcore_set_units"]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wasmtime
 
 from bot.core_relay import (
     EDGES,
@@ -26,7 +25,7 @@ from bot.core_relay import (
     relay_library,
     with_inbox,
 )
-from bot.native import OCC_ALLY_BODY, OCC_ALLY_HEAD, OCC_ENEMY_BODY, OCC_ENEMY_HEAD, OCC_NONE, parse_dump
+from bot.native import OCC_ALLY_BODY, OCC_ALLY_HEAD, OCC_ENEMY_BODY, OCC_ENEMY_HEAD, OCC_NONE, WasmModule, parse_dump
 from bot.sonar_key import load_secret
 
 SECRET = load_secret(env={}).words()  # the development default (docs/loong-sonar.md)
@@ -411,14 +410,12 @@ def test_teammate_frames_from_the_sender_are_all_accepted(recorded, lib):
     assert head["frames_accepted"] == sent > 100
 
 
-class WasmRelay:
+class WasmRelay(WasmModule):
     """relay.c (with world.c and sonar.c) as wasm32 with the test exports, run by plain wasmtime."""
 
     def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store()
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        self.ex = ex = inst.exports(self.store)
-        self.mem = ex["memory"]
+        super().__init__(path)
+        ex = self.ex
         self.obs_ptr, self.out_ptr = ex["wrelay_obs_buffer"](self.store), ex["wrelay_out_buffer"](self.store)
         self.frames_ptr = ex["wrelay_frames"](self.store)
         ex["wrelay_reset"](self.store, _signed(SECRET[0]), _signed(SECRET[1]), 7)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wasmtime
 
 from bot.core_spawns import (
     BLIND,
@@ -27,6 +26,7 @@ from bot.core_spawns import (
     spawns_batch,
     spawns_library,
 )
+from bot.native import WasmModule
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +34,13 @@ def lib(native_cache):
     return spawns_library(cache=native_cache)
 
 
-class WasmSpawns:
+class WasmSpawns(WasmModule):
     """The wasm32 build (world.c + spawns.c with the test exports) under plain wasmtime."""
 
     def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store()
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        ex = inst.exports(self.store)
-        self.mem, self._update, self._dump = ex["memory"], ex["wsp_update"], ex["wsp_dump"]
+        super().__init__(path)
+        ex = self.ex
+        self._update, self._dump = ex["wsp_update"], ex["wsp_dump"]
         self._reset = ex["wsp_reset"]
         self.obs_ptr, self.dump_ptr = ex["wsp_obs_buffer"](self.store), ex["wsp_dump_buffer"](self.store)
         self.mem.grow(self.store, 1)  # a page of our own at the end, for observations placed at the very end
@@ -50,14 +49,10 @@ class WasmSpawns:
         self._reset(self.store, flags)
 
     def update(self, obs: bytes, at_end: bool = False) -> int:
-        ptr = self.mem.data_len(self.store) - len(obs) if at_end else self.obs_ptr
-        if obs:
-            self.mem.write(self.store, obs, ptr)
-        return self._update(self.store, ptr, len(obs))
+        return self._update(self.store, self.place(obs, self.obs_ptr, at_end), len(obs))
 
     def dump(self) -> bytes:
-        n = self._dump(self.store)
-        return bytes(self.mem.read(self.store, self.dump_ptr, self.dump_ptr + n))
+        return self.read(self.dump_ptr, self._dump(self.store))
 
 
 @pytest.fixture(scope="module")

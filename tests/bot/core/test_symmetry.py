@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wasmtime
 
 from bot.core_symmetry import (
     REPORT_CODES,
@@ -23,20 +22,19 @@ from bot.core_symmetry import (
     symmetry_batch,
     symmetry_library,
 )
+from bot.native import WasmModule
 from games.loong.maps import mirror_dir, mirror_xy
 
 SRC_NONE, SRC_SIGHT, SRC_INFERRED = 0, 1, 3
 HELD, KNOWN, SIGHT, SETTLED, MALFORMED = range(5)
 
 
-class WasmSymmetry:
+class WasmSymmetry(WasmModule):
     """world.c + symmetry.c as wasm32 with the test exports, run by plain wasmtime (the judge refuses them)."""
 
     def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store()
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        self.ex = ex = inst.exports(self.store)
-        self.mem = ex["memory"]
+        super().__init__(path)
+        ex = self.ex
         self.obs_ptr, self.rep_ptr = ex["wsym_obs_buffer"](self.store), ex["wsym_report_buffer"](self.store)
         self.dump_ptr = ex["wsym_dump_buffer"](self.store)
         ex["wsym_reset"](self.store)

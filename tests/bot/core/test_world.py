@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wasmtime
 
 from bot.native import (
     CORE_CODES,
@@ -28,6 +27,7 @@ from bot.native import (
     SRC_SIGHT,
     WORLD_SOURCES,
     NativeWorld,
+    WasmModule,
     build_native,
     build_world_wasm,
     parse_dump,
@@ -46,14 +46,13 @@ def lib(native_cache):
     return world_library(cache=native_cache)
 
 
-class WasmWorld:
+class WasmWorld(WasmModule):
     """The wasm32 build run with plain wasmtime (not the judge: it refuses the test exports)."""
 
     def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store()
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        ex = inst.exports(self.store)
-        self.mem, self._update, self._dump = ex["memory"], ex["wcore_update"], ex["wcore_dump"]
+        super().__init__(path)
+        ex = self.ex
+        self._update, self._dump = ex["wcore_update"], ex["wcore_dump"]
         self._reset, self.obs_ptr = ex["wcore_reset"], ex["wcore_obs_buffer"](self.store)
         self.dump_ptr = ex["wcore_dump_buffer"](self.store)
         self.mem.grow(self.store, 1)  # a page of our own at the very end, for observations placed at the end
@@ -64,14 +63,10 @@ class WasmWorld:
 
     def update(self, obs: bytes, at_end: bool = False) -> int:
         """Fold ``obs`` in; ``at_end`` places it so that it ends exactly at the end of linear memory."""
-        ptr = self.mem.data_len(self.store) - len(obs) if at_end else self.obs_ptr
-        if obs:
-            self.mem.write(self.store, obs, ptr)
-        return self._update(self.store, ptr, len(obs))
+        return self._update(self.store, self.place(obs, self.obs_ptr, at_end), len(obs))
 
     def dump(self) -> bytes:
-        n = self._dump(self.store)
-        return bytes(self.mem.read(self.store, self.dump_ptr, self.dump_ptr + n))
+        return self.read(self.dump_ptr, self._dump(self.store))
 
 
 @pytest.fixture(scope="module")
