@@ -42,7 +42,7 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
         raise dg.Failure(f"loong_wasm_build: sources: not found: {', '.join(missing)}", allow_retries=False)
     build = build_from_source(builds_root(artifact_store), sources, name=config.name or sources[0].stem,
                               network_version=config.network_version or None)
-    expert = build_expert_h(builds_root(artifact_store))  # the sonar secret from bot.sonar_key, never from git
+    expert = build_expert_h(builds_root(artifact_store))  # the sonar secret from bot.team_keys, never from git
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
     (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
         json.dumps({"id": build.id, "name": build.name}, indent=2))

@@ -6,7 +6,7 @@
 
 The same C function ``expert_h_turn`` decides in both builds: the wasm build through the judge's ABI (bot_act), the
 native one through ctypes, so native matches decide exactly as the judged bot does (tested byte for byte). The sonar
-key is the 128-bit secret of ``bot.sonar_key.load_secret`` given to the compiler as two -D words, never written to a
+key is the 128-bit secret of ``bot.team_keys.load_secret`` given to the compiler as two -D words, never written to a
 file in git; ``arena bot build`` without them builds a bot that sends no sonar.
 """
 
@@ -33,7 +33,7 @@ def secret_flags(secret: int | None = None) -> tuple[str, ...]:
     """-D flags carrying the sonar secret (default ``load_secret()``: the environment, the key file, else the
     public development secret)."""
     if secret is None:
-        from bot.sonar_key import load_secret
+        from bot.team_keys import load_secret
 
         secret = load_secret().value
     hi, lo = secret >> 64, secret & ((1 << 64) - 1)

@@ -306,7 +306,7 @@ def sonar_acceptance(frames: int, seed: int = 2) -> dict:
     """Frames accepted out of ``frames`` under the other team's key and of random noise (the native sonar's test
     entry, 64x64 board, the shipped check bits), per million frames, with the documented bound."""
     from bot.native import CORE_DIR, load_native
-    from bot.sonar_key import DEV_SECRET
+    from bot.team_keys import DEV_SECRET
 
     lib = load_native([CORE_DIR / "sonar.c"], "sonar")
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64

@@ -15,7 +15,7 @@ from bot.abi import REPLY_SIZE
 from bot.builds import build_from_source
 from bot.expert_h import EXPERT_H_SOURCES, ExpertH, compile_expert_h, expert_h_factory, expert_h_library
 from bot.native import CORE_DIR, load_native
-from bot.sonar_key import DEV_SECRET
+from bot.team_keys import DEV_SECRET
 from games.loong.bots import play_game, random_bot
 from games.loong.mapgen import generate_map
 

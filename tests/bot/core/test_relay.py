@@ -26,7 +26,7 @@ from bot.core_relay import (
     with_inbox,
 )
 from bot.native import OCC_ALLY_BODY, OCC_ALLY_HEAD, OCC_ENEMY_BODY, OCC_ENEMY_HEAD, OCC_NONE, WasmModule, parse_dump
-from bot.sonar_key import load_secret
+from bot.team_keys import load_secret
 
 SECRET = load_secret(env={}).words()  # the development default (docs/loong-sonar.md)
 OTHER_SECRET = (0x0123456789ABCDEF, 0x0F1E2D3C4B5A6978)

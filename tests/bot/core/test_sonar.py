@@ -10,7 +10,7 @@ import pytest
 import wasmtime
 
 from bot.native import load_native
-from bot.sonar_key import DEV_SECRET, ENV_VAR, KEY_FILE, SonarKeyError, load_secret
+from bot.team_keys import DEV_SECRET, ENV_VAR, KEY_FILE, SonarKeyError, load_secret
 from bot.toolchain import compile_c
 
 SONAR_C = Path(__file__).resolve().parents[3] / "bot" / "core" / "sonar.c"
@@ -359,7 +359,7 @@ def test_random_values_and_bit_flips_decode_safely_under_the_sanitizer(ubsan, li
         lib.sonar_test_accepted(*SECRET_WORDS, 13, 11, 2, 6, 50000, 2)
 
 
-# ---- the secret (bot/sonar_key.py) ----
+# ---- the secret (bot/team_keys.py) ----
 
 def test_the_secret_comes_from_the_variable_then_the_file_then_the_public_default(tmp_path):
     secret_file = tmp_path / KEY_FILE
