@@ -240,29 +240,34 @@ def _age_bucket(age: int | None) -> str:
     return "32+"
 
 
-def test_coverage_of_the_true_head(runs):
-    total = covered = cap_excluded = lost = lost_covered = heading_total = heading_covered = 0
-    for _, per in runs:
+def enemy_tracks(runs):
+    """(map, track, turn index, filter record, enemy id) for every filter of a living enemy on every turn."""
+    for m, per in runs:
         for i, (t, dumps, _) in per.items():
             for k, (_, tracks) in enumerate(dumps):
                 for tr in tracks:
                     j = tr["id"]
-                    if t.teams[j] == t.teams[i] or j not in t.dragons[k]:
-                        continue
-                    if tr["flags"] & FF_CAP_DROP:
-                        cap_excluded += 1
-                        continue
-                    body, heading = t.dragons[k][j]
-                    s = tr["states"]
-                    hit = s["cell"] == body[0]
-                    total += 1
-                    covered += bool(hit.any())
-                    if tr["flags"] & FF_LOST:
-                        lost += 1
-                        lost_covered += bool(hit.any())
-                    if heading >= 0 and hit.any():
-                        heading_total += 1
-                        heading_covered += bool(((s["heading"] == heading) | (s["heading"] == 4))[hit].any())
+                    if t.teams[j] != t.teams[i] and j in t.dragons[k]:
+                        yield m, t, k, tr, j
+
+
+def test_coverage_of_the_true_head(runs):
+    total = covered = cap_excluded = lost = lost_covered = heading_total = heading_covered = 0
+    for _, t, k, tr, j in enemy_tracks(runs):
+        if tr["flags"] & FF_CAP_DROP:
+            cap_excluded += 1
+            continue
+        body, heading = t.dragons[k][j]
+        s = tr["states"]
+        hit = s["cell"] == body[0]
+        total += 1
+        covered += bool(hit.any())
+        if tr["flags"] & FF_LOST:
+            lost += 1
+            lost_covered += bool(hit.any())
+        if heading >= 0 and hit.any():
+            heading_total += 1
+            heading_covered += bool(((s["heading"] == heading) | (s["heading"] == 4))[hit].any())
     rate, tracked = covered / total, total - lost
     tracked_rate = (covered - lost_covered) / tracked
     print(f"\ncoverage of the true head: {covered}/{total} = {rate:.5f}; filters not lost (tracked from a sighting or "
@@ -276,21 +281,15 @@ def test_calibration_by_time_since_seen(runs):
     """Expected calibration error (10 bins of cell probabilities) and log loss of the head filters, by rounds since
     the head was last seen; printed, and bounded loosely so a broken filter fails."""
     rows: dict[str, list] = {}
-    for m, per in runs:
-        for i, (t, dumps, _) in per.items():
-            for k, (_, tracks) in enumerate(dumps):
-                for tr in tracks:
-                    j = tr["id"]
-                    if t.teams[j] == t.teams[i] or j not in t.dragons[k]:
-                        continue
-                    s = tr["states"]
-                    cells, inv = np.unique(s["cell"], return_inverse=True)
-                    p = np.bincount(inv, s["weight"].astype(np.float64)) / float(s["weight"].sum())
-                    truth = t.dragons[k][j][0][0]
-                    age = None if tr["head_round"] == 0 else t.rounds[k] - tr["head_round"]
-                    # baseline: uniform over the cells out of view (49 in view), or the one cell when in view
-                    base = 1.0 if tr["flags"] & FF_HEAD_SEEN else 1.0 / (m.n_cells - 49)
-                    rows.setdefault(_age_bucket(age), []).append((p, cells == truth, base))
+    for m, t, k, tr, j in enemy_tracks(runs):
+        s = tr["states"]
+        cells, inv = np.unique(s["cell"], return_inverse=True)
+        p = np.bincount(inv, s["weight"].astype(np.float64)) / float(s["weight"].sum())
+        truth = t.dragons[k][j][0][0]
+        age = None if tr["head_round"] == 0 else t.rounds[k] - tr["head_round"]
+        # baseline: uniform over the cells out of view (49 in view), or the one cell when in view
+        base = 1.0 if tr["flags"] & FF_HEAD_SEEN else 1.0 / (m.n_cells - 49)
+        rows.setdefault(_age_bucket(age), []).append((p, cells == truth, base))
     print("\nrounds since seen | track-turns | log loss (nats) | uniform out of view | ECE (cells) | top cell p / hit")
     order = ["0", "1", "2-3", "4-7", "8-15", "16-31", "32+", "never seen"]
     for b in order:
