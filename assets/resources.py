@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from ops.execution import Executor, make_executor
+from ops.execution import Executor, RayExecutor, make_executor
 from ops.store import ArtifactStore, arena_home
 from ops.tracking import MlflowTracker, default_tracking_uri, mlflow_run, ui_base
 
@@ -69,9 +69,13 @@ class ProfileResource(dg.ConfigurableResource):
         return self.name
 
 
+TEACHER_ASSETS = ("celldiv_teacher", "celldiv_teacher_data")  # the assets given teacher_gpus_per_worker
+
+
 class ExecutionResource(dg.ConfigurableResource):
-    """Where fanned-out work (league pairings) runs: a local process pool by default; 'ray' on the cluster
-    at ``ray_address``, or on a local Ray of ``workers`` CPUs started here when the address is empty."""
+    """Where fanned-out work (league pairings, self-play and teacher games) runs: a local process pool by
+    default; 'ray' on the cluster at ``ray_address``, or on a local Ray of ``workers`` CPUs started here when
+    the address is empty."""
 
     backend: str = Field(default_factory=lambda: os.environ.get("ARENA_EXECUTION", "local"),
                          description="'local' (process pool), 'inprocess' or 'ray'; default $ARENA_EXECUTION or local")
@@ -79,10 +83,20 @@ class ExecutionResource(dg.ConfigurableResource):
     ray_address: str = Field(default_factory=lambda: os.environ.get("ARENA_RAY_ADDRESS", ""),
                              description="Ray cluster address ('auto', 'ray://head:10001'); empty: a local Ray "
                                          "started by the resource (backend 'ray' only); default $ARENA_RAY_ADDRESS")
+    ray_actors: bool = Field(default=True, description="Ray only: long-lived actors that keep a loaded network or "
+                                                        "compiled build between items (false: one task an item)")
+    teacher_gpus_per_worker: float = Field(
+        default=0.0, description="Ray only: the GPU share of each worker of the teacher assets (celldiv_teacher, "
+                                 "celldiv_teacher_data), e.g. 0.25 puts four teacher workers on one GPU; 0: CPU")
 
     def executor(self, asset: str) -> Executor:
         """The configured executor; a bad setting is a one-line failure naming the field."""
+        gpus = self.teacher_gpus_per_worker if asset in TEACHER_ASSETS else 0.0
         try:
-            return make_executor(self.backend, self.workers, self.ray_address)
+            executor = make_executor(self.backend, self.workers, self.ray_address, ray_actors=self.ray_actors,
+                                     gpus_per_worker=gpus)
+            if gpus and isinstance(executor, RayExecutor):
+                executor.connect()
+            return executor
         except ValueError as e:
             raise dg.Failure(f"{asset}: execution resource: {e}", allow_retries=False) from None

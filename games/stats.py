@@ -53,6 +53,17 @@ class MatchTally:
     def score_rate(self) -> float:
         return self.score / self.games if self.games else 0.0
 
+    @classmethod
+    def merged(cls, a: str, b: str, tallies: list[MatchTally]) -> MatchTally:
+        """One tally of ``a`` against ``b`` from parts played apart (in the order given)."""
+        out = cls(a, b)
+        for t in tallies:
+            out.wins, out.draws, out.losses = out.wins + t.wins, out.draws + t.draws, out.losses + t.losses
+            out.margins += t.margins
+            out.latency_a += t.latency_a
+            out.latency_b += t.latency_b
+        return out
+
     def record(self, outcome: int, margin: float = 0.0) -> None:
         """outcome: +1 a won, 0 draw, -1 a lost; margin from a's side."""
         if outcome > 0:

@@ -10,12 +10,15 @@ all; what finished before is kept and never run again.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from games.stats import MatchTally
 
 MAX_ATTEMPTS = 3
 """Runs of one item at most (the first and two retries) before it is reported as failed."""
@@ -61,6 +64,21 @@ class WorkFailed(RuntimeError):
                                    for o in failed))
 
 
+_CACHE: dict[str, Any] = {}
+CACHE_LIMIT = 4  # objects a worker keeps (networks, compiled builds); the oldest goes first
+
+
+def cached(key: str, load: Callable[[], Any]) -> Any:
+    """The object ``load()`` made for ``key`` in this process, made once: a worker (pool process, Ray actor)
+    keeps a loaded network or compiled build between the items that name the same key. The key must name
+    the content (a weights hash, a build id), never a path whose file may change."""
+    if key not in _CACHE:
+        while len(_CACHE) >= CACHE_LIMIT:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = load()
+    return _CACHE[key]
+
+
 def describe(error: BaseException | None) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -89,15 +107,32 @@ def gather(executor: Executor, items: Sequence[WorkItem],
     return [outcomes[i].value for i in range(len(items))]
 
 
-def league_pairings(executor: Executor, play: Callable[..., Any], *args: Any):
-    """A ``map_pairs`` for ``games.league.round_robin``: each pairing is the item
-    ``play(a, b, *args, seed=pair_seed)`` named 'a vs b'; a pairing that failed every attempt comes back
-    as its error (the league records it as a failure and goes on)."""
+def league_pairings(executor: Executor, play: Callable[..., Any], *args: Any, parts: int = 1):
+    """A ``map_pairs`` for ``games.league.round_robin``: each pairing is played as ``parts`` items
+    ``play(a, b, *args, (k, parts), seed=pair_seed)`` named 'a vs b' ('a vs b, part k+1/n'), k = 0 .. parts-1,
+    whose tallies are merged in part order (``play`` must play the same games however it is split; ``parts``
+    never depends on the number of workers). With ``parts`` 1 the item is ``play(a, b, *args, seed=...)``.
+    A pairing with a part that failed every attempt comes back as that part's error (the league records it
+    as a failure and goes on)."""
+    if parts < 1:
+        raise ValueError(f"parts: must be at least 1, got {parts}")
 
     def map_pairs(jobs: list[tuple[str, str, int]]) -> Iterator[tuple[int, Any]]:
-        items = [WorkItem(f"{a} vs {b}", play, (a, b, *args), seed=s) for a, b, s in jobs]
+        if parts == 1:
+            items = [WorkItem(f"{a} vs {b}", play, (a, b, *args), seed=s) for a, b, s in jobs]
+        else:
+            items = [WorkItem(f"{a} vs {b}, part {k + 1}/{parts}", play, (a, b, *args, (k, parts)), seed=s)
+                     for a, b, s in jobs for k in range(parts)]
+        done: dict[int, dict[int, Any]] = {}
         for o in executor.run(items):
-            yield o.index, (o.value if o.ok else o.error)
+            pair, k = divmod(o.index, parts)
+            done.setdefault(pair, {})[k] = o.value if o.ok else o.error
+            if len(done[pair]) < parts:
+                continue
+            results = [done[pair][k] for k in range(parts)]
+            errors = [r for r in results if isinstance(r, BaseException)]
+            a, b, _ = jobs[pair]
+            yield pair, errors[0] if errors else (results[0] if parts == 1 else MatchTally.merged(a, b, results))
 
     return map_pairs
 
@@ -207,6 +242,26 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- Ray
+class WorkerDied(RuntimeError):
+    """A Ray worker (task process or actor) died while it held an item."""
+
+
+class _RayWorker:
+    """A Ray actor: one long-lived process that runs items one at a time and keeps what ``cached`` loaded."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, item: WorkItem) -> Any:
+        return item()
+
+
+_RAY_CALL = None
+_RAY_ACTOR = None
+_ACTORS: list = []  # this process's actors, shared by its Ray executors: each holds a CPU while it lives
+_ACTOR_GPUS = [0.0]  # the GPU share they were started with
+
+
 def _ray_remote():
     import ray
 
@@ -216,39 +271,85 @@ def _ray_remote():
     return _RAY_CALL
 
 
-_RAY_CALL = None
+def _ray_actor_class():
+    import ray
+
+    global _RAY_ACTOR
+    if _RAY_ACTOR is None:
+        _RAY_ACTOR = ray.remote(max_restarts=0, max_task_retries=0)(_RayWorker)  # a dead actor: ours to replace
+    return _RAY_ACTOR
 
 
 class RayExecutor:
-    """Ray tasks on the cluster at ``address`` ('auto', 'ray://host:10001'), or on a local Ray of
-    ``workers`` CPUs started here when ``address`` is empty (its files under ARENA_HOME/ray; Ray's socket
-    paths must stay under 107 characters). At most ``workers`` tasks are in flight."""
+    """Ray on the cluster at ``address`` ('auto', 'ray://host:10001'), or on a local Ray of ``workers`` CPUs
+    started here when ``address`` is empty (its files under ARENA_HOME/ray; Ray's socket paths must stay under
+    107 characters). At most ``workers`` items are in flight.
+
+    ``actors`` (default): ``workers`` Ray actors, long-lived processes kept between items and between runs (one
+    set a process, shared by its executors: an actor holds its CPU while it lives), so a worker keeps a loaded
+    network or compiled build (``cached``); a dead actor is replaced and its item retried. Otherwise one Ray
+    task per item (the process's actors are stopped first, so that the tasks find free CPUs). Each worker asks
+    Ray for one CPU and ``gpus_per_worker`` GPUs (a fraction shares a GPU among workers; teacher workers only)."""
 
     backend = "ray"
 
-    def __init__(self, workers: int = 2, address: str = "") -> None:
+    def __init__(self, workers: int = 2, address: str = "", *, actors: bool = True,
+                 gpus_per_worker: float = 0.0) -> None:
         if workers < 1:
             raise ValueError(f"workers: must be at least 1, got {workers}")
+        if not 0.0 <= gpus_per_worker <= 1.0:
+            raise ValueError(f"gpus_per_worker: must be within 0 .. 1, got {gpus_per_worker}")
         self.workers, self.address = workers, address
+        self.actors, self.gpus_per_worker = actors, gpus_per_worker
 
-    def _connect(self) -> None:
+    def connect(self) -> None:
+        """Start or join Ray, and check that the cluster can give what this executor asks."""
         import ray
 
-        if ray.is_initialized():
-            return
-        if self.address:
-            ray.init(address=self.address, log_to_driver=False)
-        else:
-            from ops.store import arena_home
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, log_to_driver=False)
+            else:
+                from ops.store import arena_home
 
-            ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
-                     _temp_dir=str((arena_home() / "ray").resolve()))  # sessions and logs under ARENA_HOME
+                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
+                         _temp_dir=str((arena_home() / "ray").resolve()))  # sessions and logs under ARENA_HOME
+        self.check()
+
+    def check(self) -> None:
+        """Refuse a GPU share the cluster cannot give (Ray would wait for it for ever)."""
+        import ray
+
+        if self.gpus_per_worker > 0:
+            gpus = ray.cluster_resources().get("GPU", 0.0)
+            if gpus < self.gpus_per_worker:
+                raise ValueError(f"gpus_per_worker: {self.gpus_per_worker} asked, but the Ray cluster has "
+                                 f"{gpus:g} GPUs")
+
+    def _options(self) -> dict:
+        return {"num_cpus": 1, "num_gpus": self.gpus_per_worker}
+
+    def _new_actor(self):
+        return _ray_actor_class().options(**self._options()).remote()
+
+    def worker_pids(self) -> list[int]:
+        """The pids of this executor's actors (tests kill one by its pid)."""
+        import ray
+
+        return [ray.get(a.pid.remote()) for a in _ACTORS]
 
     def run(self, items: Sequence[WorkItem]) -> Iterator[Outcome]:
+        self.connect()
+        if self.actors:
+            yield from self._run_actors(items)
+        else:
+            yield from self._run_tasks(items)
+
+    def _run_tasks(self, items: Sequence[WorkItem]) -> Iterator[Outcome]:
         import ray
 
-        self._connect()
-        call = _ray_remote()
+        self.close()
+        call = _ray_remote().options(**self._options())
         todo = list(range(len(items)))[::-1]
         attempts = [0] * len(items)
         running: dict[Any, int] = {}
@@ -276,6 +377,71 @@ class RayExecutor:
             for ref in running:
                 ray.cancel(ref, force=True)
 
+    def _run_actors(self, items: Sequence[WorkItem]) -> Iterator[Outcome]:
+        import ray
+        from ray.exceptions import RayActorError
+
+        if _ACTOR_GPUS[0] != self.gpus_per_worker:
+            self.close()
+            _ACTOR_GPUS[0] = self.gpus_per_worker
+        while len(_ACTORS) < self.workers:
+            _ACTORS.append(self._new_actor())
+        free = list(_ACTORS[: self.workers])[::-1]
+        todo = list(range(len(items)))[::-1]
+        attempts = [0] * len(items)
+        running: dict[Any, tuple[int, Any]] = {}
+        try:
+            while todo or running:
+                while todo and free:
+                    actor, k = free.pop(), todo.pop()
+                    attempts[k] += 1
+                    running[actor.run.remote(items[k])] = (k, actor)
+                finished: list = []
+                while not finished:
+                    finished, _ = ray.wait(list(running), num_returns=1, timeout=WAKE_S)
+                for ref in finished:
+                    k, actor = running.pop(ref)
+                    try:
+                        value = ray.get(ref)
+                    except RayActorError:  # the actor's process died: a new one takes its place
+                        error: BaseException = WorkerDied(f"the Ray worker running {items[k].name} died")
+                        actor = self._replace(actor)
+                    except Exception as e:  # noqa: BLE001 - the item raised: retried on the same actor
+                        error = _cause(e)
+                    else:
+                        free.append(actor)
+                        yield Outcome(k, items[k].name, value=value, attempts=attempts[k])
+                        continue
+                    free.append(actor)
+                    if attempts[k] >= MAX_ATTEMPTS:
+                        yield Outcome(k, items[k].name, error=error, attempts=attempts[k])
+                    else:
+                        todo.append(k)
+        finally:  # an abandoned run (Ctrl-C, an error): stop the actors still busy, keep the idle ones
+            for _, actor in running.values():
+                self._replace(actor, start=False)
+
+    def _replace(self, actor, *, start: bool = True):
+        import ray
+
+        ray.kill(actor, no_restart=True)
+        _ACTORS[:] = [a for a in _ACTORS if a is not actor]
+        if not start:
+            return None
+        fresh = self._new_actor()
+        _ACTORS.append(fresh)
+        return fresh
+
+    @staticmethod
+    def close() -> None:
+        """Stop this process's actors (they also end with the Ray session)."""
+        import ray
+
+        if ray.is_initialized():
+            for actor in _ACTORS:
+                ray.kill(actor, no_restart=True)
+        _ACTORS.clear()
+
 
 def _cause(error: BaseException) -> BaseException:
     """The item's own exception inside Ray's wrapper (so failures read alike on every backend)."""
@@ -288,12 +454,15 @@ def shutdown_ray() -> None:
     import ray
 
     if ray.is_initialized():
+        RayExecutor.close()
         ray.shutdown()
 
 
 # ------------------------------------------------------------------------------------------ factory
-def make_executor(backend: str = "local", workers: int = 2, ray_address: str = "") -> Executor:
-    """The executor for a backend name: 'inprocess', 'local' (a process pool) or 'ray'."""
+def make_executor(backend: str = "local", workers: int = 2, ray_address: str = "", *, ray_actors: bool = True,
+                  gpus_per_worker: float = 0.0) -> Executor:
+    """The executor for a backend name: 'inprocess', 'local' (a process pool) or 'ray' (actors, or tasks
+    when ``ray_actors`` is false; ``gpus_per_worker`` GPUs each, Ray only)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend: unknown {backend!r} (known: {', '.join(BACKENDS)})")
     if workers < 1:
@@ -302,4 +471,4 @@ def make_executor(backend: str = "local", workers: int = 2, ray_address: str = "
         return InProcessExecutor()
     if backend == "local":
         return PoolExecutor(workers)
-    return RayExecutor(workers, ray_address)
+    return RayExecutor(workers, ray_address, actors=ray_actors, gpus_per_worker=gpus_per_worker)

@@ -94,31 +94,24 @@ def check_config(config: LoongLeagueConfig) -> tuple[dict[str, BotFactory], list
     return factories, load_maps(config)
 
 
-def merge(a: str, b: str, tallies: list[MatchTally]) -> MatchTally:
-    out = MatchTally(a, b)
-    for t in tallies:
-        out.wins, out.draws, out.losses = out.wins + t.wins, out.draws + t.draws, out.losses + t.losses
-        out.margins += t.margins
-        out.latency_a += t.latency_a
-        out.latency_b += t.latency_b
-    return out
-
-
 _FACTORIES: dict[LoongLeagueConfig, dict[str, BotFactory]] = {}
 
 
 def play_pairing(a: str, b: str, config: LoongLeagueConfig, maps: list[LoongMap],
-                 factories: Mapping[str, BotFactory] | None = None, *, seed: int) -> MatchTally:
-    """One pairing on every map as a work item: a worker given no ``factories`` resolves the players
-    (and loads the builds) itself, once per process and config."""
+                 factories: Mapping[str, BotFactory] | None = None, part: tuple[int, int] = (0, 1), *,
+                 seed: int) -> MatchTally:
+    """One pairing, or its ``part`` = (k, n): the k-th of n slices of its maps, as a work item (the games and
+    their seeds are the same however it is split). A worker given no ``factories`` resolves the players (and
+    loads the builds) itself, once per process and config."""
     if factories is None:
         if config not in _FACTORIES:
             _FACTORIES[config] = resolve_players(config)
         factories = _FACTORIES[config]
-    return merge(a, b, [
-        play_series(a, b, m, games=config.games_per_map, seed=seed * 7919 + k, max_rounds=config.max_rounds,
+    k, n = part
+    return MatchTally.merged(a, b, [
+        play_series(a, b, m, games=config.games_per_map, seed=seed * 7919 + i, max_rounds=config.max_rounds,
                     bots=factories).tally
-        for k, m in enumerate(maps)
+        for i, m in enumerate(maps) if i % n == k
     ])
 
 
@@ -133,6 +126,6 @@ def run(config: LoongLeagueConfig, progress: Callable[[int, int], None] | None =
     factories = dict(factories) if factories is not None else resolve_players(config)
     maps = maps if maps is not None else load_maps(config)
     shipped = factories if executor.backend == "inprocess" else None  # factories hold compiled code: not sent
-    map_pairs = league_pairings(executor, play_pairing, config, maps, shipped)
+    map_pairs = league_pairings(executor, play_pairing, config, maps, shipped, parts=len(maps))  # a map an item
     return round_robin(config.players, None, seed=config.seed, anchor="random", on_pair_done=progress,
                        map_pairs=map_pairs)

@@ -88,13 +88,18 @@ def play_match(
     sizes: str | Iterable[int] = "4-8",
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    first_game: int = 0,
 ) -> MatchTally:
     """Play ``games`` games of ``a`` against ``b``: pairs of games from one seeded start per pair,
     ``a`` moving first in one game of the pair and ``b`` in the other. Sizes cycle through
     ``sizes``. Returns the tally from ``a``'s side (wins/draws/losses, margins, move latency).
+    ``first_game``: play games first_game .. first_game + games - 1 of the match of that seed (a part of it,
+    played elsewhere; the parts' tallies merged in order equal the whole match's).
     Ctrl-C raises ``games.league.Interrupted`` with the tally of the games that finished."""
     if games < 1:
         raise ValueError(f"games must be at least 1, got {games}")
+    if first_game < 0:
+        raise ValueError(f"first_game must be at least 0, got {first_game}")
     size_list = parse_sizes(sizes)
     make_a = (lambda s: make_player(a, s)) if isinstance(a, str) else a
     make_b = (lambda s: make_player(b, s)) if isinstance(b, str) else b
@@ -102,7 +107,7 @@ def play_match(
     name_b = b if isinstance(b, str) else getattr(make_b(0), "name", "b")
     tally = MatchTally(name_a, name_b)
     try:
-        for g in range(games):
+        for g in range(first_game, first_game + games):
             pair = g // 2
             n = size_list[pair % len(size_list)]
             start = _random_start(n, np.random.default_rng(game_seed(seed, pair)))
@@ -116,7 +121,7 @@ def play_match(
                 tally.latency_a.extend(lat[0] if a_first else lat[1])
                 tally.latency_b.extend(lat[1] if a_first else lat[0])
             if progress:
-                progress(g + 1)
+                progress(g + 1 - first_game)
     except KeyboardInterrupt:
         raise Interrupted(tally) from None
     return tally

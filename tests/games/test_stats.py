@@ -54,3 +54,15 @@ def test_summary_fields():
     s = tally("a", "b", 3, 1, 1).summary()
     assert s["games"] == 5 and s["score_rate"] == 0.7
     assert np.isnan(s["latency_a_us_median"])
+
+
+def test_a_match_played_in_parts_and_merged_is_the_whole_match():
+    from games.celldiv.match import play_match
+
+    whole = play_match("random", "easy", games=10, sizes="4-6", seed=3)
+    parts = [play_match("random", "easy", games=n, sizes="4-6", seed=3, first_game=f) for f, n in ((0, 4), (4, 6))]
+    merged = MatchTally.merged("random", "easy", parts)
+    assert (merged.wins, merged.draws, merged.losses, merged.margins) == \
+        (whole.wins, whole.draws, whole.losses, whole.margins)
+    assert len(merged.latency_a) == len(whole.latency_a) and whole.games == 10
+    assert whole.wins and whole.losses  # a match both sides win games in, so a wrong slice would show

@@ -22,6 +22,7 @@ from ops.execution import (
     RayExecutor,
     WorkFailed,
     WorkItem,
+    cached,
     gather,
     league_pairings,
     make_executor,
@@ -78,6 +79,28 @@ def tally_or_sleep(a: str, b: str, folder: str, *, seed: int) -> MatchTally:
             f.write(f"{os.getpid()}\n")
         time.sleep(60)
     return MatchTally(a, b, 1, 0, 0, [1.0])
+
+
+def sliced_tally(a: str, b: str, part: tuple[int, int] = (0, 1), *, seed: int) -> MatchTally:
+    """Part k of n of a six-game 'match' (games k*6//n .. (k+1)*6//n - 1); against 'bad' part 2 raises."""
+    k, n = part
+    if b == "bad" and k == min(1, n - 1):
+        raise RuntimeError(f"{a} vs bad: part {k} broke")
+    t = MatchTally(a, b)
+    for g in range(k * 6 // n, (k + 1) * 6 // n):
+        t.record(1 if (seed + g) % 3 else -1, float(seed % 97 + g))
+    return t
+
+
+LOADS: list[str] = []
+
+
+def loaded_once(key: str, *, seed: int) -> tuple[int, int, int]:
+    """(this process's pid, how many times it loaded ``key``, seed): a worker that keeps what it loaded
+    answers 1 however many items it runs."""
+    obj = cached(key, lambda: LOADS.append(key) or {"key": key})
+    assert obj["key"] == key
+    return os.getpid(), LOADS.count(key), seed
 
 
 def runs(folder: Path, name: str) -> int:
@@ -168,6 +191,20 @@ def test_ctrl_c_during_a_pool_league_keeps_the_finished_pairings_and_stops_the_w
             os.kill(pid, 0)
 
 
+def test_a_pairing_split_into_parts_is_the_whole_pairing_and_a_failed_part_fails_it():
+    whole = round_robin(("a", "b", "c", "bad"), None, seed=4,
+                        map_pairs=league_pairings(InProcessExecutor(), sliced_tally))
+    split = round_robin(("a", "b", "c", "bad"), None, seed=4,
+                        map_pairs=league_pairings(PoolExecutor(2), sliced_tally, parts=3))
+    assert [(t.a, t.b, t.wins, t.losses, t.margins) for t in split.tallies] == \
+        [(t.a, t.b, t.wins, t.losses, t.margins) for t in whole.tallies]
+    assert len(whole.tallies) == 3 and all(t.games == 6 for t in whole.tallies)
+    assert [(a, b) for a, b, _ in split.failures] == [("a", "bad"), ("b", "bad"), ("c", "bad")]
+    assert all("part 1 broke" in e for _, _, e in split.failures)
+    with pytest.raises(ValueError, match="parts: must be at least 1, got 0"):
+        league_pairings(InProcessExecutor(), sliced_tally, parts=0)
+
+
 def test_bad_backend_and_worker_counts_are_refused():
     with pytest.raises(ValueError, match="backend: unknown 'cluster'"):
         make_executor("cluster")
@@ -233,6 +270,7 @@ def test_ray_plays_the_league_and_selfplay_like_the_local_pool(tmp_path, monkeyp
     try:
         ray = RayExecutor(2)
         on_ray = celldiv_league.run(config, executor=ray)
+        on_tasks = celldiv_league.run(config, executor=RayExecutor(2, actors=False))
         ray_games = loong_selfplay.run(SELFPLAY, tmp_path / "ray", executor=ray)
         shutdown_ray()
         assert any((home / "ray").glob("session_*"))  # the local Ray kept its files under ARENA_HOME
@@ -240,6 +278,66 @@ def test_ray_plays_the_league_and_selfplay_like_the_local_pool(tmp_path, monkeyp
         shutdown_ray()
         shutil.rmtree(home, ignore_errors=True)
     local = celldiv_league.run(config, executor=PoolExecutor(2))
-    assert table_bytes(on_ray.result) == table_bytes(local.result)
+    assert table_bytes(on_ray.result) == table_bytes(local.result) == table_bytes(on_tasks.result)
     local_games = loong_selfplay.run(SELFPLAY, tmp_path / "local", executor=PoolExecutor(2))
     assert len(ray_games.replays) == 3 and replay_bytes(ray_games) == replay_bytes(local_games)
+
+
+def kill_when_started(tmp_path: Path, quick: tuple[str, ...], killed: list[int]) -> threading.Thread:
+    """A thread that kills the victim's worker, by its pid, once the quick items have finished."""
+
+    def killer():
+        pids, deadline = tmp_path / "victim.pids", time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if all(runs(tmp_path, n) for n in quick) and pids.exists() and pids.read_text().strip():
+                pid = int(pids.read_text().split()[0])
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    return thread
+
+
+def test_ray_actors_keep_what_they_loaded_and_a_killed_actor_has_its_item_retried(tmp_path, monkeypatch):
+    home = Path(tempfile.mkdtemp(prefix="arena-", dir="/tmp"))  # short: Ray's socket paths are limited
+    monkeypatch.setenv("ARENA_HOME", str(home))
+    try:
+        ray = RayExecutor(2)
+        items = [WorkItem(f"load{k}", loaded_once, ("net-abc",), seed=k) for k in range(8)]
+        first = gather(ray, items)
+        again = gather(ray, items)  # the same actors, between runs too
+        pids = set(ray.worker_pids())
+        assert len(pids) == 2 and {pid for pid, _, _ in first + again} <= pids
+        assert all(loads == 1 for _, loads, _ in first + again)  # each actor loaded the network once
+        assert [s for _, _, s in first] == list(range(8))
+
+        folder = str(tmp_path)
+        items = [WorkItem("quick0", count_run, (folder, "quick0"), seed=0),
+                 WorkItem("quick1", count_run, (folder, "quick1"), seed=1),
+                 WorkItem("victim", victim, (folder,), seed=2),
+                 WorkItem("quick3", count_run, (folder, "quick3"), seed=3)]
+        killed: list[int] = []
+        thread = kill_when_started(tmp_path, ("quick0", "quick1", "quick3"), killed)
+        outcomes = {o.index: o for o in ray.run(items)}
+        thread.join()
+        assert killed and killed[0] in pids, "the victim never started on an actor"
+        assert [outcomes[k].value for k in range(4)] == [0, 1, 1002, 3]
+        assert outcomes[2].attempts == 2 and all(outcomes[k].attempts == 1 for k in (0, 1, 3))
+        victim_pids = [int(p) for p in (tmp_path / "victim.pids").read_text().split()]
+        assert len(victim_pids) == 2 and victim_pids[0] == killed[0] != victim_pids[1]
+        assert [runs(tmp_path, n) for n in ("quick0", "quick1", "quick3")] == [1, 1, 1]
+        assert len(ray.worker_pids()) == 2 and killed[0] not in ray.worker_pids()  # replaced
+
+        doomed = [WorkItem("fine", count_run, (folder, "fine"), seed=5), WorkItem("doomed", suicide, (folder,), seed=6)]
+        with pytest.raises(WorkFailed, match=rf"doomed failed after {MAX_ATTEMPTS} attempts: WorkerDied: the Ray"):
+            gather(ray, doomed)
+        assert runs(tmp_path, "suicide") == MAX_ATTEMPTS and runs(tmp_path, "fine") == 1
+
+        with pytest.raises(ValueError, match=r"gpus_per_worker: 0.5 asked, but the Ray cluster has 0 GPUs"):
+            gather(RayExecutor(2, gpus_per_worker=0.5), items)
+    finally:
+        shutdown_ray()
+        shutil.rmtree(home, ignore_errors=True)

@@ -163,3 +163,17 @@ def test_the_release_gate_stops_the_run_when_the_elite_row_fails(tmp_resources, 
 def test_unknown_profile_fails_clearly():
     with pytest.raises(dg.Failure, match="profile 'huge'"):
         ProfileResource(name="huge").checked()
+
+
+def test_the_teacher_gpu_share_goes_to_the_teacher_assets_only_and_a_bad_share_is_one_line(monkeypatch):
+    from ops.execution import RayExecutor
+
+    connected: list[float] = []
+    monkeypatch.setattr(RayExecutor, "connect", lambda self: connected.append(self.gpus_per_worker))
+    resource = ExecutionResource(backend="ray", teacher_gpus_per_worker=0.25)
+    assert resource.executor("celldiv_tier_league").gpus_per_worker == 0.0
+    teacher = resource.executor("celldiv_teacher")
+    assert (teacher.gpus_per_worker, teacher.actors, connected) == (0.25, True, [0.25])  # checked against the cluster
+    with pytest.raises(dg.Failure, match=r"^celldiv_teacher_data: execution resource: gpus_per_worker: must be "
+                                         r"within 0 \.\. 1, got 1\.5$"):
+        ExecutionResource(backend="ray", teacher_gpus_per_worker=1.5).executor("celldiv_teacher_data")
