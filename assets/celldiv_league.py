@@ -105,9 +105,12 @@ def celldiv_tier_league(
 LEAGUE_PLAYERS = ["random", "easy", "medium", "hard", "hard-trained", "switching", "elite", "teacher"]
 LEAGUE_GAMES = {"test": 4, "small": 24, "full": 200}
 TEACHER_SIMULATIONS = {"test": 4, "small": 16, "full": 128}
-# (stronger, weaker): each must keep scoring over half against the other
+# (stronger, weaker) head to head: each must keep scoring over half against the other
 ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("elite", "medium"),
-                ("teacher", "medium")]
+                ("teacher", "medium"), ("teacher", "elite")]
+# the tier order the product promises, checked on the league's Elo fit (all games, not one pairing)
+ELO_ORDER = ["elite", "switching", "hard", "medium", "easy", "random"]
+ELO_CHECKS = list(zip(ELO_ORDER, ELO_ORDER[1:]))
 # the checks that guard Elite's release (the Elite row): blocking, and errors at release scale
 RELEASE_CHECKS = {("elite", "medium")}
 RELEASE_PROFILES = ("small", "full")  # the test profile trains far below release strength
@@ -117,22 +120,34 @@ def check_name(strong: str, weak: str) -> str:
     return f"{strong}_beats_{weak}".replace("-", "_")
 
 
-def check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
-    if (strong, weak) in RELEASE_CHECKS:
+def elo_check_name(strong: str, weak: str) -> str:
+    return f"elo_{strong}_above_{weak}".replace("-", "_")
+
+
+def _spec(name: str, strong: str, what: str, release: bool) -> dg.AssetCheckSpec:
+    if release:
         return dg.AssetCheckSpec(
-            check_name(strong, weak), asset="celldiv_league", blocking=True,
-            description=f"{strong} scores over half against {weak}; guards {strong}'s release: an error that "
-                        "stops the run in the small and full profiles (or with release_gate), a warning in the test "
-                        "profile")
-    return dg.AssetCheckSpec(check_name(strong, weak), asset="celldiv_league",
-                             description=f"{strong} scores over half against {weak}")
+            name, asset="celldiv_league", blocking=True,
+            description=f"{what}; guards {strong}'s release: an error that stops the run in the small and full "
+                        "profiles (or with release_gate), a warning in the test profile")
+    return dg.AssetCheckSpec(name, asset="celldiv_league", description=what)
+
+
+def check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
+    return _spec(check_name(strong, weak), strong, f"{strong} scores over half against {weak}",
+                 (strong, weak) in RELEASE_CHECKS)
+
+
+def elo_check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
+    return _spec(elo_check_name(strong, weak), strong, f"{strong}'s Elo is above {weak}'s", strong == "elite")
 
 
 class FullLeagueConfig(dg.Config):
     players: list[str] = Field(default=LEAGUE_PLAYERS, description="players; trained ones load from the store")
     games: int | None = Field(default=None, description="games per pairing; None: test 4, small 24, full 200")
     teacher_simulations: int | None = Field(
-        default=None, description="PUCT simulations a move for 'teacher'; None: test 4, small 16, full 128")
+        default=None, description="search simulations a move for 'teacher' (its own search: a Gumbel root, or "
+                                  "PUCT); None: test 4, small 16, full 128")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
     seed: int = Field(default=0, description="match seed")
     release_gate: bool | None = Field(
@@ -141,28 +156,43 @@ class FullLeagueConfig(dg.Config):
 
 
 def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
+    def severity(release: bool) -> dg.AssetCheckSeverity:
+        return dg.AssetCheckSeverity.WARN if release and not release_gate else dg.AssetCheckSeverity.ERROR
+
     results = []
     for strong, weak in ORDER_CHECKS:
+        level = severity((strong, weak) in RELEASE_CHECKS)
         t = report.result.tally(strong, weak)
-        severity = (dg.AssetCheckSeverity.WARN if (strong, weak) in RELEASE_CHECKS and not release_gate
-                    else dg.AssetCheckSeverity.ERROR)
         if t is None:
-            results.append(dg.AssetCheckResult(check_name=check_name(strong, weak), passed=False, severity=severity,
+            results.append(dg.AssetCheckResult(check_name=check_name(strong, weak), passed=False, severity=level,
                                                metadata={"reason": f"{strong} vs {weak} was not played"}))
             continue
         s = t.summary()
         results.append(dg.AssetCheckResult(
-            check_name=check_name(strong, weak), passed=s["score_rate"] > 0.5, severity=severity,
+            check_name=check_name(strong, weak), passed=s["score_rate"] > 0.5, severity=level,
             metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"],
                       "wilson_high": s["wilson_high"], "games": s["games"]}))
+    elo = {r.player: r for r in report.result.ratings}
+    for strong, weak in ELO_CHECKS:
+        level = severity(strong == "elite")
+        if strong not in elo or weak not in elo:
+            results.append(dg.AssetCheckResult(
+                check_name=elo_check_name(strong, weak), passed=False, severity=level,
+                metadata={"reason": f"{strong if strong not in elo else weak} is not in the league"}))
+            continue
+        hi, lo = elo[strong], elo[weak]
+        results.append(dg.AssetCheckResult(
+            check_name=elo_check_name(strong, weak), passed=bool(hi.elo > lo.elo), severity=level,
+            metadata={f"elo_{strong}": hi.elo, f"elo_{weak}": lo.elo, "gap": hi.elo - lo.elo,
+                      f"low_{strong}": hi.low, f"high_{weak}": lo.high}))
     return results
 
 
 @dg.asset(
     group_name=GROUP,
     deps=["celldiv_hard_weights", "celldiv_switching_weights", "celldiv_elite_onnx", "celldiv_teacher"],
-    kinds={"python", "mlflow"},
-    check_specs=[check_spec(s, w) for s, w in ORDER_CHECKS],
+    kinds={"python", "mlflow"}, op_tags={"dagster/priority": "10"},  # the end of the main job's longest path
+    check_specs=[check_spec(s, w) for s, w in ORDER_CHECKS] + [elo_check_spec(s, w) for s, w in ELO_CHECKS],
 )
 def celldiv_league(
     context: dg.AssetExecutionContext,

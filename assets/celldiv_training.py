@@ -15,11 +15,14 @@ import dagster as dg
 from pydantic import Field
 
 from assets.metadata import markdown_table, run_metadata
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops import celldiv_distill, celldiv_onnx, celldiv_ppo
 from ops import celldiv_teacher as teacher_op
 
 GROUP = "celldiv"
+# the Elite chain (switching weights -> teacher -> data -> student -> ONNX -> league) is the main job's
+# longest path: with two step slots, Dagster starts these steps before the others that are ready
+CRITICAL = {"dagster/priority": "10"}
 
 
 def config_key(config) -> str:
@@ -88,7 +91,7 @@ def celldiv_hard_weights(
     return _ppo_asset(context, "linear", "celldiv_hard_weights", config, mlflow, artifact_store, profile)
 
 
-@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"})
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, op_tags=CRITICAL)
 def celldiv_switching_weights(
     context: dg.AssetExecutionContext, config: PPOAssetConfig, mlflow: MlflowResource,
     artifact_store: ArtifactStoreResource, profile: ProfileResource,
@@ -101,25 +104,35 @@ def celldiv_switching_weights(
 class TeacherAssetConfig(dg.Config):
     iterations: int | None = Field(default=None, description="self-play -> fit rounds; None: the profile's")
     games_per_iteration: int | None = Field(default=None, description="self-play games per round")
-    simulations: int | None = Field(default=None, description="PUCT simulations per self-play move")
+    simulations: int | None = Field(default=None, description="simulations per self-play move searched in full")
+    kickstart_games: int | None = Field(
+        default=None, description="games of the trained switching player imitated first (0: random init)")
     seed: int = Field(default=0, description="self-play and training seed; a new seed starts a new run")
 
 
-@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"})
+@dg.asset(group_name=GROUP, deps=[celldiv_switching_weights], kinds={"pytorch", "mlflow"}, op_tags=CRITICAL)
 def celldiv_teacher(
     context: dg.AssetExecutionContext, config: TeacherAssetConfig, mlflow: MlflowResource,
-    artifact_store: ArtifactStoreResource, profile: ProfileResource,
+    artifact_store: ArtifactStoreResource, profile: ProfileResource, execution: ExecutionResource,
 ) -> dg.MaterializeResult:
-    """AlphaZero teacher (b6c64, policy + value) trained by self-play with batched PUCT search."""
+    """AlphaZero teacher (policy + value), kickstarted by imitation of the trained switching player, then
+    improved by self-play with a batched Gumbel root search; the games run on the execution resource."""
     cfg = dataclasses.replace(teacher_op.PROFILES[profile.checked()], seed=config.seed,
-                              **_overrides(config, ("iterations", "games_per_iteration", "simulations")))
-    key = config_key(cfg)
-    out = artifact_store.store().dir(GROUP, "celldiv_teacher", key)
+                              **_overrides(config, ("iterations", "games_per_iteration", "simulations",
+                                                    "kickstart_games")))
+    store = artifact_store.store()
+    kickstart = _require(store.latest(GROUP, "celldiv_switching_weights"), "weights.json",
+                         "celldiv_switching_weights") if cfg.kickstart_games else None
+    # the work folder is keyed by the config and the kickstart weights: new switching weights, a new teacher
+    kick = hashlib.blake2b(kickstart.read_bytes(), digest_size=4).hexdigest() if kickstart else "none"
+    key = config_key(cfg) + "-" + kick
+    out = store.dir(GROUP, "celldiv_teacher", key)
+    executor = execution.executor("celldiv_teacher")
     with mlflow.run(context, GROUP, profile.name, tags={"contender_class": "teacher-" + cfg.shape}) as tracker:
-        result = teacher_op.run(cfg, out_dir=out, tracker=tracker,
-                                     progress=_log_progress(context, "celldiv_teacher"))
+        result = teacher_op.run(cfg, out_dir=out, tracker=tracker, kickstart=kickstart, executor=executor,
+                                progress=_log_progress(context, "celldiv_teacher"))
         meta = run_metadata(tracker, mlflow)
-    artifact_store.store().publish(GROUP, "celldiv_teacher", key)
+    store.publish(GROUP, "celldiv_teacher", key)
     last = result.history[-1] if result.history else {}
     meta.update({
         "teacher_path": dg.MetadataValue.path(str(result.teacher_ckpt)),
@@ -130,6 +143,10 @@ def celldiv_teacher(
         "buffer_size": dg.MetadataValue.int(result.buffer_size),
         "resumed_from": dg.MetadataValue.int(result.resumed_from or 0),
         "wall_seconds": dg.MetadataValue.float(result.wall_seconds),
+        "kickstart": dg.MetadataValue.text(str(kickstart) if kickstart else "none (random init)"),
+        "execution": dg.MetadataValue.text(f"{executor.backend} x{executor.workers}"),
+        "policy_score_rate": dg.MetadataValue.float(result.policy_score_rate if result.policy_score_rate
+                                                    is not None else float("nan")),
         "last_round": dg.MetadataValue.json({k: v for k, v in last.items() if isinstance(v, int | float)}),
     })
     return dg.MaterializeResult(metadata=meta)
@@ -137,14 +154,14 @@ def celldiv_teacher(
 
 class TeacherDataConfig(dg.Config):
     games: int | None = Field(default=None, description="games the frozen teacher plays; None: the profile's")
-    simulations: int | None = Field(default=None, description="PUCT simulations per move (seed: 256)")
+    simulations: int | None = Field(default=None, description="search simulations per move (seed: 256)")
     seed: int = Field(default=0, description="starts and sampling seed")
 
 
-@dg.asset(group_name=GROUP, deps=[celldiv_teacher], kinds={"parquet"})
+@dg.asset(group_name=GROUP, deps=[celldiv_teacher], kinds={"parquet"}, op_tags=CRITICAL)
 def celldiv_teacher_data(
     context: dg.AssetExecutionContext, config: TeacherDataConfig, artifact_store: ArtifactStoreResource,
-    profile: ProfileResource,
+    profile: ProfileResource, execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """The frozen teacher's search-improved action distributions on its own games, as Parquet."""
     store = artifact_store.store()
@@ -157,7 +174,8 @@ def celldiv_teacher_data(
     out = store.dir(GROUP, "celldiv_teacher_data", key)
     path = out / "teacher_data.parquet"
     if not path.exists():  # written atomically: present means complete
-        teacher_op.generate_teacher_data(teacher, cfg, path, progress=_log_progress(context, "teacher_data"))
+        teacher_op.generate_teacher_data(teacher, cfg, path, progress=_log_progress(context, "teacher_data"),
+                                         executor=execution.executor("celldiv_teacher_data"))
     data = teacher_op.load_teacher_data(path)
     store.publish(GROUP, "celldiv_teacher_data", key)
     return dg.MaterializeResult(metadata={
@@ -176,7 +194,7 @@ class StudentConfig(dg.Config):
     seed: int = Field(default=0, description="initial weights, split and shuffle")
 
 
-@dg.asset(group_name=GROUP, deps=[celldiv_teacher_data], kinds={"pytorch", "mlflow"})
+@dg.asset(group_name=GROUP, deps=[celldiv_teacher_data], kinds={"pytorch", "mlflow"}, op_tags=CRITICAL)
 def celldiv_student(
     context: dg.AssetExecutionContext, config: StudentConfig, mlflow: MlflowResource,
     artifact_store: ArtifactStoreResource, profile: ProfileResource,
@@ -210,7 +228,7 @@ def celldiv_student(
 
 # ----------------------------------------------------------------------------------------------- ONNX
 @dg.asset(
-    group_name=GROUP, deps=[celldiv_student], kinds={"onnx"},
+    group_name=GROUP, deps=[celldiv_student], kinds={"onnx"}, op_tags=CRITICAL,
     check_specs=[dg.AssetCheckSpec("onnx_matches_torch", asset="celldiv_elite_onnx", blocking=True,
                                    description="same masked argmax as torch on every test position; guards "
                                                "Elite's release: a failure stops the league downstream")],

@@ -86,13 +86,19 @@ def main() -> None:
     if not args.skip_ray:
         t0 = time.perf_counter()
         ray = RayExecutor(2)
-        ray._connect()
+        ray.connect()
         print(f"ray start (local, 2 CPUs): {time.perf_counter() - t0:.1f} s")
         try:
             overhead_ms(ray, 20, 1)  # warm the workers
             rate = league_rate(ray, args.games, args.repeats)
             print(f"ray x2       {rate:8.1f} games/s  {rate / base:.2f}x")
-            print(f"ray x2 per-task overhead (empty tasks): {overhead_ms(ray, 200, args.repeats):.2f} ms")
+            print(f"ray x2 per-item overhead (empty items, actors): {overhead_ms(ray, 200, args.repeats):.2f} ms")
+            tasks = RayExecutor(2, actors=False)
+            overhead_ms(tasks, 20, 1)
+            rate = league_rate(tasks, args.games, args.repeats)
+            print(f"ray x2 tasks {rate:8.1f} games/s  {rate / base:.2f}x")
+            print(f"ray x2 per-task overhead (empty tasks): {overhead_ms(tasks, 200, args.repeats):.2f} ms")
+            ray = RayExecutor(2)
             if args.selfplay:
                 rate = selfplay_rate(ray, args.selfplay, args.repeats)
                 print(f"ray x2 self-play {rate:8.2f} games/s  {rate / sp:.2f}x")

@@ -4,7 +4,8 @@
 output ``logits`` ``[B, 64]``, illegal cells already masked) and ``check_parity`` compares
 onnxruntime with torch on sampled positions, returning a report dict (the lead's asset check).
 ``EliteOnnxPlayer`` is the shipping tier: encode, one cached onnxruntime session, mask, argmax, no
-search. ``TeacherSearchPlayer`` plays the teacher with PUCT (the league's "teacher with search").
+search. ``TeacherSearchPlayer`` plays the teacher with the search it was trained with (Gumbel root,
+deterministic, or PUCT without noise): the league's "teacher with search".
 ``register_trained_players`` makes both known to ``games.celldiv.players.make_player``.
 
 CLI: ``python -m ops.celldiv_onnx --student student.pt --out elite_cnn.onnx [--versus medium hard]``.
@@ -29,10 +30,10 @@ from games.celldiv.board import State, legal_moves, play, random_start
 from games.celldiv.encoding import NUM_ACTIONS, action_mask, action_to_cell, encode, encode_batch
 from games.celldiv.match import play_match
 from games.celldiv.players import register_player
-from gpu.celldiv_nets import TorchEvaluator, policy_logits
+from gpu.celldiv_nets import OnnxEvaluator, policy_logits
 from ops.celldiv_distill import load_student
 from ops.celldiv_teacher import SearchAdapter, load_teacher
-from search import run_puct
+from search import run_gumbel, run_puct
 
 OPSET = 17
 INPUT, OUTPUT = "board", "logits"
@@ -161,21 +162,33 @@ class EliteOnnxPlayer:
 
 @lru_cache(maxsize=4)
 def _teacher(path: str, mtime_ns: int):
-    return load_teacher(Path(path))[0]
+    net, doc = load_teacher(Path(path))
+    cfg = doc.get("config") or {}
+    search = (cfg.get("search", "puct"), int(cfg.get("considered", 16)), float(cfg.get("margin_scale", 0.0)))
+    return OnnxEvaluator(net, threads=1), search
 
 
 class TeacherSearchPlayer:
-    """The teacher with PUCT search (no root noise): the most visited action after ``simulations``."""
+    """The teacher with its search and no noise: a Gumbel root (sequential halving over the top
+    ``considered`` actions by prior, gumbel_scale 0) when it was trained with one, else PUCT's most
+    visited action, after ``simulations`` simulations. Evaluations through onnxruntime."""
 
     def __init__(self, teacher_ckpt: str | Path, simulations: int = 64, name: str = "teacher",
                  seed: int = 0) -> None:
         p = Path(teacher_ckpt).resolve()
-        self.evaluator = TorchEvaluator(_teacher(str(p), p.stat().st_mtime_ns if p.exists() else 0))
+        self.evaluator, (self.search, self.considered, scale) = _teacher(
+            str(p), p.stat().st_mtime_ns if p.exists() else 0)
+        self.game = SearchAdapter(scale)
         self.simulations, self.name = simulations, name
         self.rng = np.random.default_rng(seed)
 
     def choose(self, state: State) -> int:
-        out = run_puct([state], game=SearchAdapter(), evaluator=self.evaluator,
+        if self.search == "gumbel":
+            out = run_gumbel([state], game=self.game, evaluator=self.evaluator, num_simulations=self.simulations,
+                             rng=self.rng, max_num_considered_actions=self.considered, gumbel_scale=0.0,
+                             num_actions=NUM_ACTIONS)
+            return action_to_cell(state, int(out.action[0]))
+        out = run_puct([state], game=self.game, evaluator=self.evaluator,
                        num_simulations=self.simulations, rng=self.rng, dirichlet_fraction=0.0,
                        num_actions=NUM_ACTIONS)
         return action_to_cell(state, int(np.argmax(out.visit_counts[0])))

@@ -192,6 +192,36 @@ def _occupied(state, cell: int, human: int) -> str | None:
     return "blocked" if v == BLOCKED else "taken by your stone" if v - 1 == human else "taken by the bot's stone"
 
 
+def add_teacher_arguments(ap: argparse.ArgumentParser) -> None:
+    """The teacher command's options (``arena celldiv teacher`` and ``python -m ops.celldiv_teacher``)."""
+    from pathlib import Path
+
+    ap.add_argument("--profile", default="small", help="config profile: test, small or full (default: %(default)s)")
+    ap.add_argument("--out", type=Path, default=Path(".arena/celldiv/teacher"),
+                    help="work folder: checkpoint.pt, teacher.pt (default: %(default)s)")
+    ap.add_argument("--data", type=Path, help="teacher-data Parquet path (default: OUT/teacher_data.parquet)")
+    ap.add_argument("--skip-data", action="store_true", help="train only; write no teacher data")
+    ap.add_argument("--kickstart", type=Path,
+                    help="switching-linear weight JSON the teacher imitates first (default: the bundled one)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                    help="override config fields, e.g. iterations=2 (default: the profile's values)")
+    add_execution_args(ap)
+
+
+def cmd_celldiv_teacher(args: argparse.Namespace) -> int:
+    from ops import celldiv_teacher
+
+    if args.workers < 1:
+        raise CliError(f"--workers: must be at least 1, got {args.workers}")
+    if args.kickstart is not None and not args.kickstart.is_file():
+        raise CliError(f"--kickstart: {args.kickstart}: weight file not found")
+    try:
+        celldiv_teacher.run_command(args)
+    except (celldiv_teacher.CheckpointError, WeightsError, ValueError) as e:
+        raise CliError(str(e)) from None
+    return 0
+
+
 def cmd_celldiv_play(args: argparse.Namespace, read: Callable[[str], str] = input) -> int:
     import numpy as np
 
@@ -266,6 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--json", action="store_true", help="print the league as JSON instead of tables")
     add_execution_args(lg)
     lg.set_defaults(func=cmd_celldiv_league)
+    te = sub.add_parser("teacher", help="train the AlphaZero teacher (kickstart, self-play), then its teacher data")
+    add_teacher_arguments(te)
+    te.set_defaults(func=cmd_celldiv_teacher)
     pl = sub.add_parser("play", help="play against a bot in the terminal")
     pl.add_argument("--against", default="medium", help=f"the bot to play ({known}; default: %(default)s)")
     pl.add_argument("--size", type=int, default=6, help="board size, 4-8 (default: %(default)s)")

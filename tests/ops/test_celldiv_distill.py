@@ -16,7 +16,7 @@ from ops.celldiv_onnx import EliteOnnxPlayer, OnnxModelError, check_parity, expo
 from ops.celldiv_teacher import CheckpointError
 from ops.tracking import NullTracker
 
-TEACHER = replace(celldiv_teacher.PROFILES["test"], iterations=1, data_games=24)
+TEACHER = replace(celldiv_teacher.PROFILES["test"], iterations=1, data_games=64)
 STUDENT = replace(celldiv_distill.PROFILES["test"], epochs=6)
 
 

@@ -1,5 +1,6 @@
-"""The Cell Division teacher: networks, evaluator, symmetries, self-play training with resume, the
-teacher-data Parquet file and the errors for damaged checkpoints and data files."""
+"""The Cell Division teacher: networks, evaluator, symmetries, the kickstart, Gumbel self-play training with
+resume, the same bytes on every backend, the teacher-data Parquet file and the errors for damaged
+checkpoints and data files."""
 
 from __future__ import annotations
 
@@ -11,21 +12,32 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from games.celldiv.board import State, random_start
-from games.celldiv.encoding import CellDivisionAdapter, encode
+from games.celldiv.board import EMPTY, State, is_over, margin, play, random_start
+from games.celldiv.encoding import CellDivisionAdapter, cell_to_action, encode
+from games.celldiv.players import DEFAULT_SWITCHING, switching_player
 from gpu.celldiv_lightning import apply_symmetry, symmetry_index
 from gpu.celldiv_nets import STUDENT_PARAMS, CellDivNet, SmallPolicyNet, TorchEvaluator, count_params
 from ops.celldiv_onnx import sample_positions
 from ops.celldiv_teacher import (
     PROFILES,
     CheckpointError,
+    NetBlob,
     SearchAdapter,
+    SearchSettings,
     TeacherDataError,
+    _starts,
     generate_teacher_data,
+    kickstart_batch,
+    kickstart_weights,
     load_teacher,
     load_teacher_data,
+    play_batch,
+    play_search_games,
     run,
+    selfplay_settings,
+    value_target,
 )
+from ops.execution import PoolExecutor
 
 CONFIG = PROFILES["test"]
 
@@ -101,8 +113,12 @@ def test_teacher_trains_resumes_and_logs(trained):
     assert first.iterations == 1 and first.resumed_from is None
     assert second.iterations == 2 and second.resumed_from == 1
     assert second.selfplay_games == 2 * CONFIG.games_per_iteration
-    assert len(second.history) == 2 and all(np.isfinite(h["train_loss"]) for h in second.history)
-    assert "policy_win_rate_vs_medium" in second.history[-1]
+    assert len(second.history) == 3 and all(np.isfinite(h["train_loss"]) for h in second.history)
+    assert "policy_score_rate" in second.history[-1] and "policy_elo" in second.history[-1]
+    assert second.history[0]["round"] == -1 and second.history[0]["kickstart_positions"] > 0  # the kickstart
+    assert [h["round"] for h in second.history] == [-1, 0, 1]
+    clock = [h["train_clock_seconds"] for h in second.history]
+    assert clock == sorted(clock) and clock[0] > 0
     net, doc = load_teacher(second.teacher_ckpt)
     assert doc["version"] == second.version and doc["shape"] == CONFIG.shape
 
@@ -169,3 +185,99 @@ def test_damaged_teacher_data_is_refused_with_file_and_column(trained, tmp_path)
         load_teacher_data(badpol)
     with pytest.raises(TeacherDataError, match="not found"):
         load_teacher_data(tmp_path / "missing.parquet")
+
+
+def test_the_teacher_data_and_self_play_are_the_same_bytes_in_a_pool_of_two(trained, tmp_path):
+    out, *_, second, path = trained
+    pooled = generate_teacher_data(second.teacher_ckpt, CONFIG, tmp_path / "pooled.parquet",
+                                   executor=PoolExecutor(2))
+    assert pooled.read_bytes() == path.read_bytes()
+    net, doc = load_teacher(second.teacher_ckpt)
+    blob = NetBlob.of(net, doc["shape"], doc["version"])
+    starts = _starts(CONFIG, 0, 6, first_id=0)
+    settings = selfplay_settings(CONFIG)
+    here = [play_batch(blob, starts[i : i + 3], settings, *_runtime(), seed=i)[0] for i in (0, 3)]
+    from ops.execution import WorkItem, gather
+
+    items = [WorkItem(f"b{i}", play_batch, (blob, starts[i : i + 3], settings, *_runtime()), seed=i) for i in (0, 3)]
+    there = [c for c, _ in gather(PoolExecutor(2), items)]
+    for a, b in zip(here, there):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def _runtime():
+    from ops.celldiv_teacher import Runtime
+
+    return Runtime(), CONFIG.parallel_games
+
+
+def test_gumbel_self_play_records_improved_policies_and_a_share_of_the_moves(trained):
+    *_, second, _ = trained
+    net, doc = load_teacher(second.teacher_ckpt)
+    from ops.celldiv_teacher import make_evaluator
+
+    ev = make_evaluator(net, CONFIG)
+    starts = _starts(CONFIG, 5, 6, first_id=0)
+    full = SearchSettings(search="gumbel", simulations=8, considered=4, margin_scale=10.0)
+    cols = play_search_games(ev, starts, parallel=6, settings=full, rng=np.random.default_rng(0))
+    assert (cols["ply"] == 0).sum() == 6  # every move recorded: each game's first position is there
+    np.testing.assert_allclose(cols["policy"].sum(axis=1), 1, atol=1e-5)
+    assert ((cols["policy"] > 0) == cols["legal"]).all()  # completed-Q policy: mass on every legal action
+    capped = play_search_games(ev, starts, parallel=6, settings=SearchSettings(
+        search="gumbel", simulations=8, considered=4, full_search_fraction=0.5, fast_simulations=2),
+        rng=np.random.default_rng(0))
+    assert 0 < len(capped["ply"]) < len(cols["ply"])  # only the moves searched in full are kept
+    puct = play_search_games(ev, starts, parallel=6, settings=SearchSettings(search="puct", simulations=8),
+                             rng=np.random.default_rng(0))
+    assert set(np.unique(puct["policy"] * 8)) <= set(range(9))  # PUCT: visit counts of 8 simulations
+    with pytest.raises(ValueError, match="search: 'mcts'"):
+        SearchSettings(search="mcts")
+    with pytest.raises(ValueError, match="full_search_fraction"):
+        SearchSettings(full_search_fraction=0.0)
+
+
+def test_value_target_is_the_margin_through_tanh_and_terminal_values_match():
+    np.testing.assert_allclose(value_target(np.array([-30, -5, 0, 5, 30]), 10.0),
+                               np.tanh(np.array([-3, -0.5, 0, 0.5, 3])), rtol=1e-6)
+    assert list(value_target(np.array([-3, 0, 7]), 0.0)) == [-1, 0, 1]
+    s = random_start(4, np.random.default_rng(2))
+    while SearchAdapter().terminal_value(s) is None:
+        s = play(s, int(np.flatnonzero(s.board.reshape(-1) == EMPTY)[0]))
+    m = margin(s, s.to_move)
+    assert SearchAdapter(10.0).terminal_value(s) == pytest.approx(np.tanh(m / 10.0))
+    assert SearchAdapter().terminal_value(s) == CellDivisionAdapter().terminal_value(s)
+
+
+def test_kickstart_positions_carry_the_switching_players_moves():
+    w_early, w_late = kickstart_weights(None)
+    player = switching_player(DEFAULT_SWITCHING)
+    starts = _starts(CONFIG, 9, 3, first_id=0)
+    quiet = kickstart_batch(w_early, w_late, starts, 0.0, seed=1)
+    assert (quiet["ply"] == 0).sum() == 3
+    n = 0
+    for _gid, start in starts:  # without noise the games are the player's own, move for move
+        s = start
+        while not is_over(s):
+            cell = player.choose(s)
+            assert quiet["policy"][n].argmax() == cell_to_action(s, cell) and quiet["policy"][n].max() == 1
+            s, n = play(s, cell), n + 1
+        assert quiet["margin"][n - 1] == margin(s, quiet["to_move"][n - 1])
+    assert n == len(quiet["ply"])
+    noisy = kickstart_batch(w_early, w_late, starts, 0.5, seed=1)
+    assert not np.array_equal(noisy["obs"], quiet["obs"][: len(noisy["obs"])])  # random moves: other positions
+    with pytest.raises(Exception, match="weight file not found"):
+        kickstart_weights("/nonexistent/weights.json")
+
+
+def test_the_teacher_command_refuses_bad_options_in_one_line(capsys, tmp_path):
+    from ops.cli import main
+
+    for argv, why in ((["--profile", "bogus"], "--profile: unknown 'bogus'"),
+                      (["--kickstart", str(tmp_path / "none.json")], "weight file not found"),
+                      (["--workers", "0"], "--workers: must be at least 1")):
+        assert main(["celldiv", "teacher", "--out", str(tmp_path / "t"), *argv]) == 2
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "t").exists()  # refused before any work

@@ -63,6 +63,8 @@ def test_every_training_asset_materialises_and_tracks_its_run(graph_run):
         page = f"/#/experiments/{run.info.experiment_id}/runs/{run_id}?workflowType=machine_learning"
         assert meta(first, name)["mlflow_run"].value == "http://127.0.0.1:5000" + page, name
         assert run.info.artifact_uri.startswith((tmp / "arena" / "mlartifacts" / "arena-celldiv").as_uri()), name
+    kick = meta(first, "celldiv_teacher")["kickstart"].value  # imitation of the trained switching weights
+    assert kick.endswith("weights.json") and "celldiv_switching_weights" in kick
     onnx = Path(meta(first, "celldiv_elite_onnx")["path"].value)
     assert onnx.exists() and onnx.suffix == ".onnx"
     checks = {c.check_name: c for c in first.get_asset_check_evaluations()}
@@ -76,9 +78,16 @@ def test_league_has_every_contender_and_order_checks(graph_run):
     players = {r["player"] for r in league["ratings"]}
     assert {"hard-trained", "switching", "elite", "teacher", "medium"} <= players
     checks = {c.check_name: c for c in first.get_asset_check_evaluations()}
-    assert {"medium_beats_easy", "elite_beats_medium", "teacher_beats_medium"} <= set(checks)
+    assert {"medium_beats_easy", "elite_beats_medium", "teacher_beats_medium", "teacher_beats_elite"} <= set(checks)
+    elo_order = ["elo_elite_above_switching", "elo_switching_above_hard", "elo_hard_above_medium",
+                 "elo_medium_above_easy", "elo_easy_above_random"]
+    assert set(elo_order) <= set(checks)
+    elo = {r["player"]: r["elo"] for r in league["ratings"]}
+    assert checks["elo_easy_above_random"].passed == (elo["easy"] > elo["random"])
     # below release scale the Elite row is a warning, whatever its result: the test-profile run succeeded
-    assert checks["elite_beats_medium"].severity == dg.AssetCheckSeverity.WARN
+    for name in ("elite_beats_medium", "elo_elite_above_switching"):
+        assert checks[name].severity == dg.AssetCheckSeverity.WARN, name
+    assert checks["elo_switching_above_hard"].severity == dg.AssetCheckSeverity.ERROR
     assert m["release_gate"].value is False
     assert {f"elo/{p}" for p in players} <= set(m)
     assert all(m[f"elo/{r['player']}"].value == r["elo"] for r in league["ratings"])
