@@ -65,28 +65,56 @@ def check_config(config: LeagueConfig) -> None:
         raise LeagueConfigError(f"games: must be at least 1, got {config.games}")
 
 
-def play_pairing(a: str, b: str, games: int, sizes: str, trained: tuple[str, int] | None = None, *, seed: int):
-    """One pairing as a work item (picklable, runs in any worker): ``trained`` (artifact root, teacher
-    simulations) registers the store's trained players in this worker first (once per process)."""
+GAMES_PER_PART = 20
+"""Games of a pairing one work item plays (``part_games``), so that a league of few pairings still keeps every
+worker busy. Balance decides it, not overhead: a part costs 40 ms (tiers) to seconds (the teacher's search)
+against the pool's 2.5 ms an item (docs/benchmarks.md, execution seam); a placeholder between those bounds."""
+
+
+def parts_of(games: int) -> int:
+    """Work items a pairing of ``games`` games is played as (never dependent on the number of workers)."""
+    return max(1, -(-games // GAMES_PER_PART))
+
+
+def part_games(games: int, part: tuple[int, int]) -> tuple[int, int]:
+    """(first game, games) of ``part`` = (k, n) of a pairing: whole pairs of games (a start and its swap)."""
+    k, n = part
+    pairs = -(-games // 2)
+    first, end = 2 * (k * pairs // n), min(games, 2 * ((k + 1) * pairs // n))
+    return first, end - first
+
+
+def play_pairing(a: str, b: str, games: int, sizes: str, trained: tuple[str, int] | None = None,
+                 part: tuple[int, int] = (0, 1), *, seed: int):
+    """One pairing, or its ``part`` (k, n), as a work item (picklable, runs in any worker): the parts' tallies
+    merged in order are the whole pairing's. ``trained`` (artifact root, teacher simulations) registers the
+    store's trained players in this worker first (once per process and published versions)."""
     if trained is not None:
         register_trained(*trained)
-    return play_match(a, b, games=games, sizes=sizes, seed=seed)
+    first, count = part_games(games, part)
+    return play_match(a, b, games=count, sizes=sizes, seed=seed, first_game=first)
 
 
-_REGISTERED: set[tuple[str, int]] = set()
+_REGISTERED: set[tuple] = set()
 
 
 def register_trained(root: str, teacher_simulations: int) -> None:
-    """Register the trained players published under the artifact root ``root``, once per process."""
-    if (root, teacher_simulations) in _REGISTERED:
-        return
+    """Register the trained players published under the artifact root ``root``, once per process and set of
+    published versions (a kept worker picks up a newer publication)."""
     from pathlib import Path
 
-    from ops.celldiv_players import register_store_players
+    from ops.celldiv_players import GROUP, register_store_players
     from ops.store import ArtifactStore
 
-    register_store_players(ArtifactStore(Path(root)), teacher_simulations=teacher_simulations)
-    _REGISTERED.add((root, teacher_simulations))
+    store = ArtifactStore(Path(root))
+    key = (root, teacher_simulations, *(str(store.latest(GROUP, name)) for name in TRAINED_ASSETS))
+    if key in _REGISTERED:
+        return
+    register_store_players(store, teacher_simulations=teacher_simulations)
+    _REGISTERED.add(key)
+
+
+TRAINED_ASSETS = ("celldiv_hard_weights", "celldiv_switching_weights", "celldiv_elite_onnx", "celldiv_teacher")
 
 
 def run(config: LeagueConfig, progress: Callable[[int, int], None] | None = None,
@@ -98,7 +126,8 @@ def run(config: LeagueConfig, progress: Callable[[int, int], None] | None = None
     if trained is not None:
         register_trained(*trained)  # check_config below must know the trained players' names
     check_config(config)
-    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, config.games, config.sizes, trained)
+    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, config.games, config.sizes, trained,
+                                parts=parts_of(config.games))
     result = round_robin(config.players, None, seed=config.seed, anchor=config.anchor, on_pair_done=progress,
                          map_pairs=map_pairs)
     return LeagueReport(config, result)

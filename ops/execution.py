@@ -167,10 +167,15 @@ def _run_item(item: WorkItem) -> Any:
     return item()
 
 
+_POOLS: dict[int, ProcessPoolExecutor] = {}  # this process's pools by size, kept between runs
+
+
 class PoolExecutor:
-    """A local pool of ``workers`` processes (spawned, not forked). At most one item runs per worker, so
-    when a worker dies the items then in flight are the ones retried (each counts an attempt: the pool
-    cannot tell which of them the dead worker held); the pool is then started afresh."""
+    """A local pool of ``workers`` processes (spawned, not forked), kept between runs (one pool a size in this
+    process), so its workers keep what ``cached`` loaded and a run does not pay the pool's start again. At
+    most one item runs per worker, so when a worker dies the items then in flight are the ones retried (each
+    counts an attempt: the pool cannot tell which of them the dead worker held); the pool is then started
+    afresh. A run abandoned (Ctrl-C, an error) stops the pool's workers."""
 
     backend = "local"
 
@@ -180,8 +185,14 @@ class PoolExecutor:
         self.workers = workers
 
     def _pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(POOL_CONTEXT),
-                                   initializer=_ignore_sigint)
+        if self.workers not in _POOLS:
+            _POOLS[self.workers] = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context(POOL_CONTEXT), initializer=_ignore_sigint)
+        return _POOLS[self.workers]
+
+    def _drop(self, pool: ProcessPoolExecutor) -> None:
+        if _POOLS.get(self.workers) is pool:
+            del _POOLS[self.workers]
 
     def run(self, items: Sequence[WorkItem]) -> Iterator[Outcome]:
         if not items:
@@ -190,6 +201,7 @@ class PoolExecutor:
         attempts = [0] * len(items)
         pool = self._pool()
         running: dict[Future, int] = {}
+        complete = False
         try:
             while todo or running:
                 while todo and len(running) < self.workers:
@@ -224,10 +236,20 @@ class PoolExecutor:
                                           attempts=attempts[k])
                         else:
                             todo.append(k)
+                    self._drop(pool)
                     pool.shutdown(wait=True)
                     pool = self._pool()
+            complete = True
         finally:
-            _stop(pool)
+            if not complete:  # abandoned with items in flight: stop the workers, start afresh next time
+                self._drop(pool)
+                _stop(pool)
+
+
+def close_pools() -> None:
+    """Stop this process's kept pools (benchmarks timing a cold start, tests)."""
+    for workers in list(_POOLS):
+        _stop(_POOLS.pop(workers))
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from games.celldiv.match import play_match
 from games.league import Interrupted, round_robin
 from games.stats import MatchTally
 from ops import celldiv_league, loong_league, loong_selfplay
@@ -341,3 +342,18 @@ def test_ray_actors_keep_what_they_loaded_and_a_killed_actor_has_its_item_retrie
     finally:
         shutdown_ray()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_celldiv_pairing_is_split_into_whole_pairs_of_games_that_cover_it_once():
+    for games in (1, 2, 3, 19, 20, 21, 40, 41, 100, 101):
+        n = celldiv_league.parts_of(games)
+        assert n == -(-games // celldiv_league.GAMES_PER_PART)
+        spans = [celldiv_league.part_games(games, (k, n)) for k in range(n)]
+        assert all(first % 2 == 0 and count >= 1 for first, count in spans)
+        assert [f for f, _ in spans[1:]] == [f + c for f, c in spans[:-1]]  # contiguous, in order
+        assert spans[0][0] == 0 and sum(c for _, c in spans) == games
+    split = celldiv_league.play_pairing("random", "easy", 41, "4-6", None, (1, 3), seed=3)
+    whole = play_match("random", "easy", games=41, sizes="4-6", seed=3)
+    first, count = celldiv_league.part_games(41, (1, 3))
+    assert split.margins == whole.margins[first:first + count]
+
