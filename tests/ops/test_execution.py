@@ -264,8 +264,15 @@ def test_selfplay_gives_the_same_replays_in_process_and_on_two_workers(tmp_path)
     assert (one.wins, one.turns) == (two.wins, two.turns)
 
 
-def test_ray_plays_the_league_and_selfplay_like_the_local_pool(tmp_path, monkeypatch):
+def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_local_pool(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from ops import celldiv_teacher
+
     config = celldiv_league.LeagueConfig(players=("random", "easy", "medium"), games=4, sizes="4", seed=5)
+    teacher_config = replace(celldiv_teacher.PROFILES["test"], iterations=1)
+    teacher = celldiv_teacher.run(teacher_config, out_dir=tmp_path / "teacher").teacher_ckpt
+    here = celldiv_teacher.generate_teacher_data(teacher, teacher_config, tmp_path / "here.parquet")
     home = Path(tempfile.mkdtemp(prefix="arena-", dir="/tmp"))  # short: Ray's socket paths are limited
     monkeypatch.setenv("ARENA_HOME", str(home))
     try:
@@ -273,6 +280,9 @@ def test_ray_plays_the_league_and_selfplay_like_the_local_pool(tmp_path, monkeyp
         on_ray = celldiv_league.run(config, executor=ray)
         on_tasks = celldiv_league.run(config, executor=RayExecutor(2, actors=False))
         ray_games = loong_selfplay.run(SELFPLAY, tmp_path / "ray", executor=ray)
+        on_ray_data = celldiv_teacher.generate_teacher_data(teacher, teacher_config, tmp_path / "ray.parquet",
+                                                            executor=ray)
+        assert on_ray_data.read_bytes() == here.read_bytes()  # the dataset: the same bytes
         shutdown_ray()
         assert any((home / "ray").glob("session_*"))  # the local Ray kept its files under ARENA_HOME
     finally:
