@@ -1,6 +1,7 @@
 """expert-h against random and against the foil (issue 10, item 8; docs/expert-core-route.md).
 
     .venv/bin/python benchmarks/expert_h_match.py [--games 200] [--random-games 60] [--judged 20] [--rounds 200]
+        [--seed 1] [--define EH_NAME=VALUE ...]
 
 Bars, fixed before the games run: against random, every one of --random-games (at least 60) games won; against
 the foil, --games (at least 200) games on generated maps of every size band (sides 20-64 in bands of 8, square)
@@ -64,8 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judged", type=int, default=MIN_JUDGED, help="foil games played in the judge (at least 20)")
     ap.add_argument("--rounds", type=int, default=200, help="max rounds a game (default 200)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                    help="a bot.c switch for a tuning build (-D), both builds; repeatable")
     a = ap.parse_args(argv)
-    native = expert_h_factory()
+    for d in a.define:
+        name, _, value = d.partition("=")
+        if not name.isidentifier() or not name.startswith("EH_") or not value.lstrip("-").isdigit():
+            ap.error(f"--define {d!r}: expected EH_NAME=INTEGER")
+    defines = tuple(a.define)
+    native = expert_h_factory(defines=defines)
     ok = True
 
     lost = []
@@ -87,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         from bot.judge import default_judge
 
         with tempfile.TemporaryDirectory() as tmp:
-            wasm = compile_expert_h(Path(tmp) / "expert-h.wasm").wasm.read_bytes()
+            wasm = compile_expert_h(Path(tmp) / "expert-h.wasm", defines=defines).wasm.read_bytes()
         judged = default_judge().factory(wasm, name="expert-h")
     rows: dict[tuple[int, str], list[float]] = {}
     scores: list[float] = []

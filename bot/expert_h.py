@@ -40,11 +40,12 @@ def secret_flags(secret: int | None = None) -> tuple[str, ...]:
     return (f"-DEXPERT_H_SECRET_HI={hi:#018x}ull", f"-DEXPERT_H_SECRET_LO={lo:#018x}ull")
 
 
-def compile_expert_h(out: Path, secret: int | None = None):
+def compile_expert_h(out: Path, secret: int | None = None, defines: tuple[str, ...] = ()):
     """The judged bot as a wasm module at ``out`` (bot.toolchain.CompileResult)."""
     from bot.toolchain import compile_c
 
-    return compile_c(list(EXPERT_H_SOURCES), Path(out), extra_flags=secret_flags(secret))
+    return compile_c(list(EXPERT_H_SOURCES), Path(out),
+                     extra_flags=(*secret_flags(secret), *(f"-D{d}" for d in defines)))
 
 
 def build_expert_h(root: Path, *, name: str = NAME, secret: int | None = None):
@@ -57,10 +58,12 @@ def build_expert_h(root: Path, *, name: str = NAME, secret: int | None = None):
                         source_files=r.inputs, compiler=r.compiler)
 
 
-def expert_h_library(secret: int | None = None, cache: Path | None = None) -> ctypes.CDLL:
-    """The native build of the same sources (bot.c with -DLOONG_NO_MAIN: no ABI exports), argtypes declared."""
-    lib = load_native(list(EXPERT_H_SOURCES), "expert-h", extra_flags=("-DLOONG_NO_MAIN", *secret_flags(secret)),
-                      cache=cache)
+def expert_h_library(secret: int | None = None, cache: Path | None = None,
+                     defines: tuple[str, ...] = ()) -> ctypes.CDLL:
+    """The native build of the same sources (bot.c with -DLOONG_NO_MAIN: no ABI exports), argtypes declared.
+    ``defines``: extra ``NAME=VALUE`` switches of bot.c for tuning builds (passed as -D)."""
+    flags = ("-DLOONG_NO_MAIN", *secret_flags(secret), *(f"-D{d}" for d in defines))
+    lib = load_native(list(EXPERT_H_SOURCES), "expert-h", extra_flags=flags, cache=cache)
     vp, u32 = ctypes.c_void_p, ctypes.c_uint32
     lib.expert_h_size.argtypes, lib.expert_h_size.restype = [], u32
     lib.expert_h_init.argtypes, lib.expert_h_init.restype = [vp, ctypes.c_uint64], None
@@ -99,15 +102,16 @@ class ExpertHFactory:
 
     name = NATIVE_NAME
 
-    def __init__(self, secret: int | None = None, cache: Path | None = None) -> None:
-        self.lib = expert_h_library(secret, cache)
+    def __init__(self, secret: int | None = None, cache: Path | None = None, defines: tuple[str, ...] = ()) -> None:
+        self.lib = expert_h_library(secret, cache, defines)
 
     def __call__(self, dragon_id: int, team: int, seed: int) -> ExpertH:
         return ExpertH(self.lib, dragon_id, team, seed)
 
 
-def expert_h_factory(secret: int | None = None, cache: Path | None = None) -> ExpertHFactory:
-    return ExpertHFactory(secret, cache)
+def expert_h_factory(secret: int | None = None, cache: Path | None = None,
+                     defines: tuple[str, ...] = ()) -> ExpertHFactory:
+    return ExpertHFactory(secret, cache, defines)
 
 
 __all__ = ["EXPERT_H_SOURCES", "ExpertH", "ExpertHFactory", "REPLY", "build_expert_h", "compile_expert_h",

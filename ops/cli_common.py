@@ -86,14 +86,15 @@ def print_league(result: LeagueResult, title: str, *, as_json: bool, png: str | 
 
 
 def add_execution_args(parser) -> None:
-    """``--backend`` and ``--workers``: where a league's pairings are played (ops/execution.py)."""
+    """``--backend`` and ``--workers``: where a command's work items (league pairings, game batches) run
+    (ops/execution.py)."""
     from ops.execution import BACKENDS
 
     parser.add_argument("--backend", choices=BACKENDS, default="inprocess",
-                        help="where the pairings are played: in this process, a local process pool or Ray "
-                             "(ARENA_RAY_ADDRESS names a cluster; else a local one) (default: %(default)s)")
+                        help="where the work items (pairings, game batches) run: in this process, a local process "
+                             "pool or Ray (ARENA_RAY_ADDRESS names a cluster; else a local one) (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=2,
-                        help="pool processes or Ray tasks in flight (default: %(default)s)")
+                        help="pool processes or Ray workers in flight (default: %(default)s)")
 
 
 def executor_from(args):

@@ -11,7 +11,6 @@ enum {
     EH_WANDER_TURN = 16,   // rounds between wander turns when nothing is remembered to harvest
     EH_REACH_MAX = 8,      // longest enemy sprint the queen keeps away from (the foil's own cap)
     EH_WORKERS_FLEE = 1,   // workers keep out of enemy reach too (after the strike)
-    EH_HUNT_MEMORY = 12,   // rounds a worker keeps hunting toward the enemy queen's last seen head
     EH_QUEEN_CAMPS = 0,    // off (no better on 24 games, docs/expert-core-route.md); 1: with nothing to harvest
                            // the queen follows her tail in place; 2: also when the nearest pearl is over
                            // EH_CAMP_HARVEST steps away
@@ -45,8 +44,56 @@ enum {
 #ifndef EH_UNSEEN_FLEE_Q16
 #define EH_UNSEEN_FLEE_Q16 0  // the queen flees to the least unseen risk when a move has this much (0 off)
 #endif
+#ifndef EH_HIDE
+#define EH_HIDE 1               // the queen ends her turn out of every seen enemy head's 7 x 7 view (0 off)
+#endif
+#ifndef EH_PAID_FIRST
+#define EH_PAID_FIRST 1         // the queen's retreat: an unpaid action before one out of sight (0: sight first)
+#endif
+#ifndef EH_GHOST_MEMORY
+#define EH_GHOST_MEMORY 4       // rounds an enemy head seen and now out of view is kept as a ghost (0 off)
+#endif
+#ifndef EH_GHOST_SPEED
+#define EH_GHOST_SPEED 2        // cells a round a ghost may have come closer (the foil's free sprint of 2)
+#endif
+#ifndef EH_STRIP
+#define EH_STRIP 2              // among hidden moves, the fewest newly seen cells not seen in EH_STRIP rounds
+#endif
+#ifndef EH_STRIP_ALERT
+#define EH_STRIP_ALERT 40       // k > 0: the strip counts only with an enemy head seen in the last k rounds
+#endif
+#ifndef EH_QUEEN_FEED
+#define EH_QUEEN_FEED 3         // the queen takes a pearl this many known-map steps away before the strip (0 off)
+#endif
+#ifndef EH_SIGHT
+#define EH_SIGHT 0              // 1: the queen's unseen risk from the filters (heads that could see her) replaces the
+#endif                          // ghosts and the strip
+#ifndef EH_SIGHT_OK
+#define EH_SIGHT_OK 2048        // Q16: the nearest pearl's move is taken when its risk is at most the least + this
+#endif
+#ifndef EH_STRIP_SLACK
+#define EH_STRIP_SLACK 64       // the feed's move may bring this many more stale cells into view than the fewest
+#endif
+#ifndef EH_HIDE_WORKERS
+#define EH_HIDE_WORKERS 0       // 1: workers keep out of sight of the enemy workers that would strike them
+#endif
+#ifndef EH_QUEEN_SPAWN
+#define EH_QUEEN_SPAWN 1        // 1: with nothing to harvest the queen heads for the nearest known spawn tile
+#endif
+#ifndef EH_HUNT_MEMORY
+#define EH_HUNT_MEMORY 12       // rounds a worker keeps hunting toward the enemy queen's last seen head
+#endif
+#ifndef EH_QUEEN_GROW
+#define EH_QUEEN_GROW 0         // with EH_STRIP_ALERT: the strip counts always once the queen is this long (0 never)
+#endif
+#ifndef EH_GOAL_SLACK
+#define EH_GOAL_SLACK 0         // k > 0: the queen's move toward her goal (nearest pearl, else spawn tile) is taken when
+#endif                          // it brings at most k - 1 more stale cells into view than the fewest (0 off)
+#ifndef EH_EXPLORE
+#define EH_EXPLORE 0            // with EH_STRIP_ALERT: the strip counts also while a pearl or spawn tile is known
+#endif
 #ifndef EH_RELAY
-#define EH_RELAY 0              // teammates' sonar read and the relay's frames sent (0: the intent alone, unread)
+#define EH_RELAY 1              // teammates' sonar read and the relay's frames sent (0: the intent alone, unread)
 #endif
 
 static core_cand_scratch scratch;
@@ -68,7 +115,7 @@ void expert_h_init(expert_h *h, uint64_t seed) {
     core_relay_reset(&h->relay, 0, 0, SONAR_CHECK_BITS);
     h->relay_on = 0;
 #endif
-    h->seed = seed, h->turns = 0, h->last_code = 0;
+    h->seed = seed, h->turns = 0, h->last_code = 0, h->head = 0, h->length = 0;
 }
 
 static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
@@ -157,6 +204,268 @@ static void queen_threats(const expert_h *h, const uint32_t *end, uint32_t *thre
 
 static const uint8_t *rec(uint32_t i) { return records + (uint64_t)CORE_CAND_RECORD * i; }
 
+// Out of sight (EH_HIDE). Queens act first in a round and every other dragon acts at most once before her next
+// turn, from where she saw it: a dragon sees her head at its turn only if her head is within its 7 x 7 window
+// (torus Chebyshev distance <= 3, not through portals) of its head as she saw it. The foil strikes only heads in
+// its window and hunts only heads seen (by itself or a teammate's report), so a queen whose head ends her turn
+// at Chebyshev distance >= 4 from every enemy head in her view is neither struck nor reported by them this round.
+// exposure of an end cell: the enemy heads seen this round within distance 3 of it; mortal: those of them that
+// are workers within their sprint reach (torus Manhattan <= ceil(L/4) + L - 1, L the segments seen, at least 3).
+typedef struct { uint32_t cell, dragon, length; } eh_head;
+
+static uint32_t enemy_heads(const expert_h *h, eh_head *out, uint32_t cap) {
+    uint32_t cells = (uint32_t)h->world.width * h->world.height, n = 0;
+    for (uint32_t c = 0; c < cells && n < cap; c++) {
+        const core_cell *t = &h->world.cells[c];
+        if (t->occupant == CORE_OCC_ENEMY_HEAD && seen_now(h, t)) out[n].cell = c, out[n].dragon = t->dragon,
+                                                                  out[n++].length = 0;
+    }
+    for (uint32_t c = 0; c < cells; c++) {
+        const core_cell *t = &h->world.cells[c];
+        if ((t->occupant == CORE_OCC_ENEMY_HEAD || t->occupant == CORE_OCC_ENEMY_BODY) && seen_now(h, t))
+            for (uint32_t i = 0; i < n; i++) out[i].length += out[i].dragon == t->dragon;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (out[i].length < EH_LENGTH_MIN) out[i].length = EH_LENGTH_MIN;
+    return n;
+}
+
+static void exposure(const expert_h *h, const eh_head *e, uint32_t ne, uint32_t end, uint32_t *seen,
+                     uint32_t *mortal) {
+    uint32_t w = h->world.width, hh = h->world.height, queen = h->world.is_queen, guard = 0;
+    *seen = 0, *mortal = 0;
+    for (uint32_t i = 0; i < ne && !queen; i++) {  // a worker near their queen is struck by any of her workers
+        uint32_t dx = torus(end % w, e[i].cell % w, w), dy = torus(end / w, e[i].cell / w, hh);
+        guard |= e[i].dragon < 2 && dx + dy <= 6;
+    }
+    for (uint32_t i = 0; i < ne; i++) {
+        uint32_t dx = torus(end % w, e[i].cell % w, w), dy = torus(end / w, e[i].cell / w, hh);
+        if ((dx > dy ? dx : dy) > 3) continue;
+        // a worker is struck only by enemy workers no longer than itself, or any of them when it guards their queen
+        if (!queen && (e[i].dragon < 2 || (e[i].length > h->length && !guard))) continue;
+        (*seen)++;
+        uint32_t reach = (e[i].length + 3) / 4 + e[i].length - 1;
+        if (e[i].dragon > 1 && dx + dy <= reach) (*mortal)++;
+    }
+}
+
+
+// The chance (Q16, rounded down, at most 1) that an enemy whose head is not in view now has its head within
+// Chebyshev distance 3 of end[d] (it would see her there at its turn): the sum over enemy filters of alive x the
+// head mass there.
+static void sight_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
+    const core_filters *f = &h->filters;
+    uint32_t w = h->world.width, hh = h->world.height, cells = w * hh;
+    for (uint32_t d = 0; d < 4; d++) risk[d] = 0;
+    for (uint32_t i = 0; i < f->n_tracks && i < CORE_F_TRACKS; i++) {
+        const core_track *t = &f->t[i];
+        if (!t->active || t->team == h->world.team || (t->flags & CORE_FF_ALLY) || (t->flags & CORE_FF_HEAD_SEEN))
+            continue;
+        uint64_t in[4] = {0, 0, 0, 0};
+        for (uint32_t k = 0; k < t->n && k < CORE_F_CAP; k++) {
+            uint32_t c = t->s[k].cell;
+            if (c >= cells) continue;
+            for (uint32_t d = 0; d < 4; d++) {
+                if (end[d] >= cells) continue;
+                uint32_t dx = torus(end[d] % w, c % w, w), dy = torus(end[d] / w, c / w, hh);
+                if ((dx > dy ? dx : dy) <= 3) in[d] += t->s[k].weight;
+            }
+        }
+        for (uint32_t d = 0; d < 4; d++) {
+            uint64_t p = in[d] > CORE_F_MASS ? CORE_F_MASS : in[d];
+            risk[d] += (uint32_t)(((uint64_t)t->alive * p) >> 20);
+            if (risk[d] > CORE_F_Q16) risk[d] = CORE_F_Q16;
+        }
+    }
+}
+
+// EH_SIGHT: among the safe moves the least sight risk, but the nearest pearl's move when within EH_SIGHT_OK of it.
+static void narrow_sight(const expert_h *h, uint32_t *safe, uint32_t n) {
+    uint32_t end[4], risk[4], least = 0xFFFFFFFFu;
+    for (uint32_t d = 0; d < 4; d++) end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+    sight_risk(h, end, risk);
+    for (uint32_t d = 0; d < 4; d++)
+        if (safe[d] && risk[d] < least) least = risk[d];
+    for (uint32_t i = 4; i < n; i++) {
+        const uint8_t *c = rec(i);
+        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]]) continue;
+        if (risk[c[2]] <= least + EH_SIGHT_OK) {
+            for (uint32_t d = 0; d < 4; d++) safe[d] = d == c[2];
+            return;
+        }
+        break;
+    }
+    for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && risk[d] == least;
+}
+
+// Ghosts: enemy heads seen in the last EH_GHOST_MEMORY rounds (not this one) whose dragon is not in view now; each
+// may have come EH_GHOST_SPEED cells a round closer. ghost score of an end cell = sum over ghosts of how far it
+// lies inside the ghost's possible sight (3 + speed x age + 1 - Chebyshev distance, when positive). Among the safe
+// moves keep those of the least score, then (EH_STRIP) the fewest newly seen cells that are stale.
+static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
+    if (EH_SIGHT) {
+        narrow_sight(h, safe, n);
+        return;
+    }
+    if (!EH_GHOST_MEMORY && !EH_STRIP) return;
+    uint32_t w = h->world.width, hh = h->world.height, cells = w * hh, round = h->world.round;
+    uint32_t score[4] = {0, 0, 0, 0}, end[4];
+    for (uint32_t d = 0; d < 4; d++) end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+    uint32_t gc[32], ga[32], gd[32], ng = 0, now_ids[64], nn = 0;
+    for (uint32_t c = 0; c < cells; c++) {
+        const core_cell *t = &h->world.cells[c];
+        if (t->occupant == CORE_OCC_ENEMY_HEAD && seen_now(h, t) && nn < 64) now_ids[nn++] = t->dragon;
+    }
+    for (uint32_t c = 0; c < cells && EH_GHOST_MEMORY; c++) {
+        const core_cell *t = &h->world.cells[c];
+        uint32_t seen = t->round[CORE_G_OCCUPANT];
+        if (t->occupant != CORE_OCC_ENEMY_HEAD || !seen || seen >= round || seen + EH_GHOST_MEMORY < round) continue;
+        uint32_t dup = 0;
+        for (uint32_t i = 0; i < nn; i++) dup |= now_ids[i] == t->dragon;
+        for (uint32_t i = 0; i < ng && !dup; i++)
+            if (gd[i] == t->dragon) {
+                if (round - seen < ga[i]) gc[i] = c, ga[i] = round - seen;
+                dup = 1;
+            }
+        if (!dup && ng < 32) gc[ng] = c, ga[ng] = round - seen, gd[ng++] = t->dragon;
+    }
+    // the strip counts only with an enemy head in mind, or once the queen has grown to EH_QUEEN_GROW
+    uint32_t alert = !EH_STRIP_ALERT || nn > 0 || ng > 0 || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW);
+    for (uint32_t i = 4; EH_EXPLORE && i < n && !alert; i++) alert = rec(i)[1] == CORE_GEN_HARVEST;
+    for (uint32_t c = 0; EH_EXPLORE && c < cells && !alert; c++)  // EH_EXPLORE: a goal known keeps it too
+        alert = h->world.cells[c].source[CORE_G_SPAWN] != CORE_SRC_NONE && h->world.cells[c].period > 0;
+    for (uint32_t c = 0; c < cells && !alert; c++) {  // ... seen or reported in the last EH_STRIP_ALERT rounds
+        const core_cell *t = &h->world.cells[c];
+        alert = t->occupant == CORE_OCC_ENEMY_HEAD && t->round[CORE_G_OCCUPANT] + EH_STRIP_ALERT >= round;
+    }
+    for (uint32_t i = 0; i < ng; i++)
+        for (uint32_t d = 0; d < 4; d++) {
+            if (end[d] >= cells) continue;
+            uint32_t dx = torus(end[d] % w, gc[i] % w, w), dy = torus(end[d] / w, gc[i] / w, hh);
+            uint32_t ch = dx > dy ? dx : dy, sight = 3 + EH_GHOST_SPEED * ga[i];
+            if (ch <= sight) score[d] += sight + 1 - ch;
+        }
+    if (EH_STRIP) {  // the cells a move newly brings into view (distance 4 from the head, 3 from the end)
+        uint32_t hx = h->head % w, hy = h->head / w;
+        for (uint32_t d = 0; d < 4; d++) {
+            if (end[d] >= cells) continue;
+            uint32_t ex = end[d] % w, ey = end[d] / w, stale = 0;
+            for (int oy = -3; oy <= 3; oy++)
+                for (int ox = -3; ox <= 3; ox++) {
+                    uint32_t x = (uint32_t)((int)(ex + w) + ox) % w, y = (uint32_t)((int)(ey + hh) + oy) % hh;
+                    uint32_t dx = torus(x, hx, w), dy = torus(y, hy, hh);
+                    if ((dx > dy ? dx : dy) <= 3) continue;
+                    uint32_t seen = h->world.cells[y * w + x].round[CORE_G_OCCUPANT];
+                    stale += !seen || seen + EH_STRIP < round;
+                }
+            score[d] = score[d] * 64 + (alert ? stale : 0);
+        }
+    }
+    // the feed: a pearl this near by the known map whose first move keeps the least ghost score is taken
+    // before the fresher view (EH_QUEEN_FEED steps, 0 off)
+    for (uint32_t i = 4; EH_QUEEN_FEED && i < n; i++) {
+        const uint8_t *c = rec(i);
+        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]] || ((uint32_t)c[10] | (uint32_t)c[11] << 8) >
+            EH_QUEEN_FEED) continue;
+        uint32_t least = 0xFFFFFFFFu;
+        for (uint32_t d = 0; d < 4; d++)
+            if (safe[d] && score[d] / 64 < least) least = score[d] / 64;
+        uint32_t fewest = 0xFFFFFFFFu;
+        for (uint32_t d = 0; d < 4; d++)
+            if (safe[d] && score[d] / 64 == least && score[d] % 64 < fewest) fewest = score[d] % 64;
+        if (score[c[2]] / 64 == least && score[c[2]] % 64 <= fewest + EH_STRIP_SLACK) {
+            for (uint32_t d = 0; d < 4; d++) safe[d] = d == c[2];
+            return;
+        }
+        break;
+    }
+    if (EH_GOAL_SLACK) {  // the goal: toward the nearest remembered pearl, else the nearest known spawn tile
+        uint32_t goal = 4, cells = (uint32_t)h->world.width * h->world.height, best = CORE_DIST_NONE;
+        for (uint32_t i = 4; i < n && goal == 4; i++)
+            if (rec(i)[1] == CORE_GEN_HARVEST && rec(i)[2] < 4) goal = rec(i)[2];
+        if (goal == 4)
+            for (uint32_t c = 0; c < cells; c++) {
+                const core_cell *t = &h->world.cells[c];
+                if (t->source[CORE_G_SPAWN] == CORE_SRC_NONE || t->period == 0 || scratch.dist[c] < 2 ||
+                    scratch.dist[c] == CORE_DIST_NONE || scratch.first[c] > 3 || scratch.dist[c] >= best)
+                    continue;
+                best = scratch.dist[c], goal = scratch.first[c];
+            }
+        if (goal < 4 && safe[goal]) {
+            uint32_t least = 0xFFFFFFFFu, fewest = 0xFFFFFFFFu;
+            for (uint32_t d = 0; d < 4; d++)
+                if (safe[d] && score[d] / 64 < least) least = score[d] / 64;
+            for (uint32_t d = 0; d < 4; d++)
+                if (safe[d] && score[d] / 64 == least && score[d] % 64 < fewest) fewest = score[d] % 64;
+            if (score[goal] / 64 == least && score[goal] % 64 + 1 <= fewest + EH_GOAL_SLACK) {
+                for (uint32_t d = 0; d < 4; d++) safe[d] = d == goal;
+                return;
+            }
+        }
+    }
+    uint32_t least = 0xFFFFFFFFu;
+    for (uint32_t d = 0; d < 4; d++)
+        if (safe[d] && score[d] < least) least = score[d];
+    for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && score[d] == least;
+}
+
+
+// The queen's retreat: 1 when it chose a sprint (the reply is written); otherwise it may narrow safe[] to the
+// moves that end out of sight (or, failing that, out of reach) and returns 0 for the usual choice among them.
+static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, loong_reply *r, uint8_t *steps,
+                     uint32_t length) {
+    eh_head e[64];
+    uint32_t ne = enemy_heads(h, e, 64);
+    if (ne == 0) {
+        if (h->world.is_queen) narrow_ghosts(h, safe, n);
+        return 0;
+    }
+    uint32_t free = (length + 3) / 4, seen[4], mortal[4], hidden_safe = 0, unreached_safe = 0;
+    for (uint32_t d = 0; d < 4; d++) {
+        uint32_t end = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+        exposure(h, e, ne, end, &seen[d], &mortal[d]);
+        hidden_safe |= safe[d] && seen[d] == 0, unreached_safe |= safe[d] && mortal[d] == 0;
+    }
+    if (hidden_safe) {
+        for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && seen[d] == 0;
+        if (h->world.is_queen) narrow_ghosts(h, safe, n);
+        return 0;
+    }
+    // No safe move ends out of sight: the best action among moves and sprints by (out of reach, out of sight,
+    // unpaid, survival depth, room), a move before a sprint on equal keys.
+    uint64_t key = 0;
+    uint32_t best = n;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *c = rec(i);
+        if ((c[0] != CORE_KIND_MOVE && c[0] != CORE_KIND_SPRINT) || c[12] == 0 || (c[14] & CORE_CF_FATAL)) continue;
+        uint32_t k = c[0] == CORE_KIND_SPRINT ? ((uint32_t)c[2] | (uint32_t)c[3] << 8) : 1;
+        uint32_t paid = c[0] == CORE_KIND_SPRINT && k > free ? k - free : 0;
+        uint32_t end = (uint32_t)c[6] | (uint32_t)c[7] << 8, s, m;
+        if (paid && paid + 2 > length) continue;
+        exposure(h, e, ne, end, &s, &m);
+        uint32_t deep = c[12] >= 6 ? 6 : c[12], roomy = c[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : c[13];
+        uint64_t kk = (uint64_t)(m == 0) << 60 | (uint64_t)(s == 0) << (EH_PAID_FIRST ? 58 : 59) |
+                      (uint64_t)(paid == 0) << (EH_PAID_FIRST ? 59 : 58) |
+                      (uint64_t)deep << 50 | (uint64_t)roomy << 40 | (uint64_t)(63 - (s > 63 ? 63 : s)) << 32 |
+                      (uint64_t)(255 - (paid > 255 ? 255 : paid)) << 24 | (uint64_t)(c[0] == CORE_KIND_MOVE) << 23 |
+                      (uint64_t)c[12] << 8 | c[13];
+        if (kk > key) key = kk, best = i;
+    }
+    if (best == n) return 0;
+    const uint8_t *b = rec(best);
+    if (b[0] == CORE_KIND_MOVE) {
+        uint32_t d = (uint32_t)b[2];
+        if (unreached_safe && mortal[d] == 0 && safe[d]) {  // a safe move out of reach: choose among those
+            for (uint32_t j = 0; j < 4; j++) safe[j] = safe[j] && mortal[j] == 0 && seen[j] <= seen[d];
+            return 0;
+        }
+    }
+    core_route_commit(&h->route, CORE_OPT_ESCAPE, b, round);
+    h->route.target = CORE_NO_CELL;
+    core_route_reply(&h->route, b, round, r, steps);
+    return 1;
+}
+
 static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps);
 
 // The turn: decide, then (with a key) the relay's four frames: the intent record first on every ray, then the
@@ -176,7 +485,7 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
 }
 
 static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
-#if EH_UNSEEN
+#if EH_UNSEEN || EH_SIGHT
     uint32_t code = core_filters_step(&h->filters, &h->world, obs, len);
 #else
     uint32_t code = core_world_update(&h->world, obs, len);  // the filters unread: not stepped (their points)
@@ -184,6 +493,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     h->last_code = code, h->turns++;
     r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
     if (code != CORE_OK) return code;
+    h->head = loong_body_y(obs, 0) * h->world.width + loong_body_x(obs, 0);
 #if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && !EH_RELAY
     if (!h->route.sonar_ready)
         core_route_key(&h->route, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, h->world.team,
@@ -266,9 +576,12 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             return code;
         }
     }
+    h->length = loong_length(obs);
+    if (EH_HIDE && (h->world.is_queen || EH_HIDE_WORKERS) && hide(h, n, safe, round, r, steps, h->length))
+        return code;
     // The queen keeps out of the sprint reach of every enemy head seen this round (reach from the length seen,
     // torus Manhattan distance, kelp ignored: conservative): the lowest threat, then the deepest, roomiest move.
-    if (h->world.is_queen || EH_WORKERS_FLEE) {
+    if ((h->world.is_queen && !EH_HIDE) || (!h->world.is_queen && EH_WORKERS_FLEE && !(EH_HIDE && EH_HIDE_WORKERS))) {
         uint32_t threat[4];
         queen_threats(h, end, threat);
         uint32_t best = 4, worst_risk = 0, flee_risk = h->world.is_queen && EH_UNSEEN_FLEE_Q16;
@@ -351,6 +664,17 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             uint32_t tail = loong_body_y(obs, (int)L - 1) * h->world.width + loong_body_x(obs, (int)L - 1);
             for (uint32_t d = 0; d < 4 && chosen == n; d++)
                 if (safe[d] && end[d] == tail) chosen = d;
+        }
+        if (h->world.is_queen && EH_QUEEN_SPAWN && chosen == n) {  // the queen waits by the nearest spawn tile
+            uint32_t best = CORE_DIST_NONE, cells = (uint32_t)h->world.width * h->world.height;
+            for (uint32_t c = 0; c < cells; c++) {
+                const core_cell *t = &h->world.cells[c];
+                if (t->source[CORE_G_SPAWN] == CORE_SRC_NONE || t->period == 0 || scratch.dist[c] == CORE_DIST_NONE
+                    || scratch.dist[c] < 2 || scratch.first[c] > 3)
+                    continue;
+                if (scratch.dist[c] < best) best = scratch.dist[c], chosen = safe[scratch.first[c]] ? scratch.first[c] : n;
+            }
+            if (chosen < 4 && !safe[chosen]) chosen = n;
         }
         if (chosen == n && heading < 4 && safe[heading] && round % EH_WANDER_TURN) chosen = heading;
         for (uint32_t j = 0; j < 4 && chosen == n; j++)

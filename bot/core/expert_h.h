@@ -16,6 +16,7 @@ typedef struct {
     core_relay relay;      // teammates' sonar into world, and the frames sent (relay.h)
     uint64_t seed;
     uint32_t turns, last_code, relay_on;
+    uint32_t head, length;  // this turn's head cell and length
 } expert_h;
 
 uint32_t expert_h_size(void);
