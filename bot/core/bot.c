@@ -83,6 +83,9 @@ enum {
 #ifndef EH_HUNT_MEMORY
 #define EH_HUNT_MEMORY 12       // rounds a worker keeps hunting toward the enemy queen's last seen head
 #endif
+#ifndef EH_ALERT_CELLS
+#define EH_ALERT_CELLS 0        // with EH_STRIP_ALERT: boards of at most this many cells count the strip always (0 none)
+#endif
 #ifndef EH_QUEEN_GROW
 #define EH_QUEEN_GROW 0         // with EH_STRIP_ALERT: the strip counts always once the queen is this long (0 never)
 #endif
@@ -330,7 +333,8 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
         if (!dup && ng < 32) gc[ng] = c, ga[ng] = round - seen, gd[ng++] = t->dragon;
     }
     // the strip counts only with an enemy head in mind, or once the queen has grown to EH_QUEEN_GROW
-    uint32_t alert = !EH_STRIP_ALERT || nn > 0 || ng > 0 || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW);
+    uint32_t alert = !EH_STRIP_ALERT || nn > 0 || ng > 0 || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW) ||
+                     cells <= EH_ALERT_CELLS;  // on a board this small enemies are never far: always
     for (uint32_t i = 4; EH_EXPLORE && i < n && !alert; i++) alert = rec(i)[1] == CORE_GEN_HARVEST;
     for (uint32_t c = 0; EH_EXPLORE && c < cells && !alert; c++)  // EH_EXPLORE: a goal known keeps it too
         alert = h->world.cells[c].source[CORE_G_SPAWN] != CORE_SRC_NONE && h->world.cells[c].period > 0;
