@@ -95,3 +95,24 @@ def test_selfplay_games_write_verified_replays(tmp_path):
     assert meta["dragon_turns"].value > 0
     for r in replays:
         verify_replay(load_replay(r))
+
+
+def test_the_replay_dataset_asset_writes_checked_shards_and_names_a_bad_config(tmp_path, materialise, failure_line):
+    from assets.loong import loong_replay_dataset
+    from ops.loong_dataset import load_dataset
+
+    resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+                 "profile": ProfileResource(name="test"), "execution": ExecutionResource(backend="inprocess")}
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        result = dg.materialize([loong_replay_dataset], resources=resources, instance=instance)
+        logs = [e.user_message for e in instance.all_logs(result.run_id) if "shard" in e.user_message]
+    assert result.success
+    assert logs == [f"loong_replay_dataset: shard of games {k}..{k} done, shard {k + 1}/3 (inprocess x1)"
+                    for k in range(3)]
+    meta = result.asset_materializations_for_node("loong_replay_dataset")[0].metadata
+    table = load_dataset(Path(meta["path"].value))
+    assert table.num_rows == meta["decisions"].value > 0 and meta["shards"].value == 3
+    assert meta["candidate_gaps"].value == int((table["chosen"].to_numpy() < 0).sum())
+    bad = materialise(loong_replay_dataset, resources, tmp_path, {"games": 0})
+    assert not bad.success and failure_line(bad) == "loong_replay_dataset: games: must be at least 1, got 0"

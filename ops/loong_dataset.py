@@ -1,0 +1,280 @@
+"""The Loong replay dataset (issue 11 item 4): games of the foil, expert-h and random on generated maps, each
+dragon's decisions replayed through the native core (bot/core: the judged bot's belief, planes and candidates,
+byte for byte), with the candidate that matches the action taken and the game's outcome.
+
+    cfg = DatasetConfig(games=12, rounds=100)
+    result = build(cfg, out_dir, executor=PoolExecutor(2))     # one Parquet shard a work item
+    table = load_dataset(out_dir)                               # checked: schema name, version, columns
+
+Schema (``SCHEMA``, docs/loong-dataset.md): one row a decision. A decision **matches** a candidate when the
+candidate is the action the dragon took: a move by its direction, a split by its k, a sprint by the end cell and
+final heading the engine gave the dragon (the core proposes one sprint an end state, not every route to it), or
+by its route when the dragon died on the way.
+``chosen`` is the first matching record in the core's order (primitive actions first), -1 when none matches (a
+**candidate gap**: the action was illegal, a forfeit, or a sprint the core did not propose); ``generator_match``
+says whether a generator's candidate (harvest, escape: not a primitive) matches it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from games.loong.actions import Move, Split, Sprint
+from games.loong.bots import _Seat, ask_bot
+from games.loong.engine import Game
+from games.loong.foil import registry
+from games.loong.mapgen import generate_map
+from games.loong.observation import encode, observe
+from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
+
+SCHEMA_NAME = b"loong_replay_dataset"
+SCHEMA_VERSION = b"1"
+BANDS = (20, 28, 36, 44, 52, 60)  # the first size of each band (20-27 .. 60-64), as the strength bars use
+SYMMETRIES = ("lr", "tb", "rot")
+PAIRINGS = (("foil", "foil"), ("expert-h", "foil"), ("foil", "random"))
+
+SCHEMA = pa.schema([
+    ("game", pa.int32()), ("dragon", pa.int16()), ("team", pa.int8()), ("round", pa.int16()),
+    ("bot", pa.string()), ("width", pa.int8()), ("height", pa.int8()), ("symmetry", pa.string()),
+    ("action", pa.string()),  # 'M<d>', 'X<k>' (split), 'S<d..>' (sprint), 'F' (forfeit)
+    ("after_head", pa.int16()), ("after_heading", pa.int8()),  # the engine's head cell and heading after it; -1 died
+    ("crop", pa.binary(56 * 17 * 17)), ("overview", pa.binary(16 * 15 * 15)), ("scalars", pa.binary(32)),
+    ("candidates", pa.binary()),  # n records of 48 bytes (bot/core/candidates.h)
+    ("candidate_count", pa.int16()), ("chosen", pa.int16()), ("generator_match", pa.bool_()),
+    ("outcome", pa.int8()),  # the dragon's team: +1 won, 0 draw, -1 lost
+], metadata={b"schema": SCHEMA_NAME, b"version": SCHEMA_VERSION})
+
+
+class DatasetError(ValueError):
+    """A dataset file or config that cannot be used; the message names the file (or field) and the problem."""
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    games: int = 18  # games in all; game g: pairing g mod 3, band and symmetry cycled (game_spec), sides alternating
+    rounds: int = 100  # round limit of each game
+    shard_games: int = 3  # games a work item (a Parquet shard); never depends on the worker count
+    seed: int = 0  # every map and match seed derives from it
+    bands: tuple[int, ...] = BANDS
+    pairings: tuple[tuple[str, str], ...] = PAIRINGS
+
+
+def check_config(cfg: DatasetConfig) -> None:
+    """A bad setting raises DatasetError naming the field."""
+    for name in ("games", "rounds", "shard_games"):
+        if getattr(cfg, name) < 1:
+            raise DatasetError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
+    for size in cfg.bands:
+        if not 10 <= size <= 64:
+            raise DatasetError(f"bands: map size {size} outside 10..64")
+    known = {*registry(), "expert-h"}
+    for pair in cfg.pairings:
+        for bot in pair:
+            if bot not in known:
+                raise DatasetError(f"pairings: unknown bot {bot!r} (known: {', '.join(sorted(known))})")
+
+
+def game_spec(cfg: DatasetConfig, g: int) -> tuple[int, str, str, str, int]:
+    """(size, symmetry, team 0 bot, team 1 bot, seed) of game ``g``."""
+    a, b = cfg.pairings[g % len(cfg.pairings)]
+    cycle = g // len(cfg.pairings)  # a pairing's own count: its bands in turn, symmetries in turn, sides alternating
+    if cycle % 2:
+        a, b = b, a
+    symmetry = SYMMETRIES[(cycle + g) % len(SYMMETRIES)]
+    return cfg.bands[cycle % len(cfg.bands)], symmetry, a, b, cfg.seed * 1_000_003 + g
+
+
+def _factory(name: str):
+    if name == "expert-h":
+        from bot.expert_h import expert_h_factory
+
+        return cached("expert-h-native", expert_h_factory)
+    return registry()[name]
+
+
+def play_recorded(size: int, symmetry: str, a: str, b: str, seed: int, rounds: int):
+    """One game of the reference engine; every dragon's (round, observation bytes, action, head and heading
+    after its turn or None) in turn order, its team, and the winner (0, 1, None)."""
+    m = generate_map(size, size, symmetry, seed=seed)
+    factories = (_factory(a), _factory(b))
+    game = Game(m, seed, rounds)
+    seats = {i: _Seat(factories[d.team], i, d.team, seed) for i, d in sorted(game.dragons.items())}
+    turns: dict[int, list] = {}
+    while not game.over:
+        game.begin_round()
+        while (i := game.next_actor()) is not None:
+            obs = observe(game, i)
+            action, sonar = ask_bot(seats[i], obs, game)
+            team = game.dragons[i].team
+            born = game.turn(i, action, sonar).born
+            d = game.dragons[i]
+            after = (d.body[0], d.heading) if d.alive else None
+            turns.setdefault(i, []).append((game.round, encode(obs), action, after))
+            if born is not None:
+                seats[born] = _Seat(factories[team], born, team, seed)
+        game.end_round()
+    teams = {i: d.team for i, d in game.dragons.items()}
+    return turns, teams, game.result.winner
+
+
+def action_code(action) -> str:
+    if isinstance(action, Move):
+        return f"M{action.direction}"
+    if isinstance(action, Split):
+        return f"X{action.k}"
+    if isinstance(action, Sprint):
+        return "S" + "".join(str(d) for d in action.directions)
+    return "F"
+
+
+def match(records: np.ndarray, action, after: tuple[int, int] | None) -> tuple[int, bool]:
+    """(index of the first record that is ``action``, -1 if none; whether a generator's record is it too)."""
+    from bot.core_candidates import GEN_PRIMITIVE, KIND_MOVE, KIND_SPLIT, KIND_SPRINT
+
+    if isinstance(action, Move):
+        hit = (records["kind"] == KIND_MOVE) & (records["first"] == action.direction)
+    elif isinstance(action, Split):
+        hit = (records["kind"] == KIND_SPLIT) & (records["arg"] == action.k)
+    elif isinstance(action, Sprint) and after is not None:
+        hit = (records["kind"] == KIND_SPRINT) & (records["end"] == after[0]) & (records["heading"] == after[1])
+    elif isinstance(action, Sprint):  # the dragon died on the way: the record of the same route, if proposed
+        from bot.core_candidates import sprint_directions
+
+        hit = np.array([r["kind"] == KIND_SPRINT and sprint_directions(r) == action.directions for r in records],
+                       bool)
+    else:
+        return -1, False
+    idx = np.flatnonzero(hit)
+    return (int(idx[0]) if len(idx) else -1), bool(np.any(hit & (records["generator"] != GEN_PRIMITIVE)))
+
+
+def _libraries():
+    from bot.core_candidates import candidates_library
+    from bot.core_planes import planes_library
+
+    return cached("loong-dataset-libs", lambda: (planes_library(), candidates_library()))
+
+
+def encode_shard(cfg: DatasetConfig, first: int, count: int, *, seed: int) -> bytes:
+    """Games first .. first + count - 1 played and encoded: a Parquet file's bytes (``SCHEMA``). ``seed`` is the
+    shard's (each game's own comes from ``game_spec``)."""
+    from bot.core_candidates import REQ_ALL, NativeCandidates, parse_records
+    from bot.core_planes import NativePlanes
+    from bot.team_keys import load_secret
+
+    planes_lib, cand_lib = _libraries()
+    words = load_secret().words()
+    cols: dict[str, list] = {f.name: [] for f in SCHEMA}
+    for g in range(first, first + count):
+        size, symmetry, a, b, game_seed = game_spec(cfg, g)
+        turns, teams, winner = play_recorded(size, symmetry, a, b, game_seed, cfg.rounds)
+        for dragon in sorted(turns):
+            team = teams[dragon]
+            outcome = 0 if winner is None else (1 if winner == team else -1)
+            planes, cands = NativePlanes(planes_lib, words), NativeCandidates(cand_lib)
+            for rnd, obs, action, after in turns[dragon]:
+                if planes.step(obs) != 0 or cands.update(obs) != 0:
+                    continue  # an observation the core refuses (none from the engine: counted by the tests)
+                code, crop, overview, scalars = planes.write(obs)
+                raw = cands.candidates(obs, REQ_ALL)
+                chosen, by_generator = match(parse_records(raw), action, after)
+                for k, v in (("game", g), ("dragon", dragon), ("team", team), ("round", rnd),
+                             ("bot", (a, b)[team]), ("width", size), ("height", size), ("symmetry", symmetry),
+                             ("action", action_code(action)), ("after_head", after[0] if after else -1),
+                             ("after_heading", after[1] if after else -1), ("crop", crop), ("overview", overview),
+                             ("scalars", scalars), ("candidates", raw), ("candidate_count", len(raw) // 48),
+                             ("chosen", chosen), ("generator_match", by_generator), ("outcome", outcome)):
+                    cols[k].append(v)
+    table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+@dataclass
+class DatasetResult:
+    out: Path
+    shards: list[Path]
+    decisions: int
+    gaps: int  # decisions whose action matches no candidate
+    generator_matches: int
+    by_bot: dict[str, dict[str, int]]  # bot -> decisions, gaps
+
+    def summary(self) -> dict:
+        return {"decisions": self.decisions, "gaps": self.gaps,
+                "gap_rate": self.gaps / self.decisions if self.decisions else 0.0,
+                "generator_match_rate": self.generator_matches / self.decisions if self.decisions else 0.0,
+                "shards": len(self.shards), "by_bot": self.by_bot}
+
+
+def build(cfg: DatasetConfig, out: Path, *, executor: Executor | None = None,
+          progress: Callable[[str, int, int], None] | None = None) -> DatasetResult:
+    """Every shard as a work item on ``executor``; shards written as ``out/part-<first game>.parquet`` (the
+    same bytes whatever the backend and worker count), then read back and checked."""
+    check_config(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    starts = list(range(0, cfg.games, cfg.shard_games))
+    items = [WorkItem(f"shard of games {s}..{min(cfg.games, s + cfg.shard_games) - 1}", encode_shard,
+                      (cfg, s, min(cfg.shard_games, cfg.games - s)), seed=cfg.seed * 7919 + s) for s in starts]
+    blobs = gather(executor or InProcessExecutor(), items,
+                   (lambda o, done, total: progress(o.name, done, total)) if progress else None)
+    shards = []
+    for s, blob in zip(starts, blobs):
+        path = out / f"part-{s:06d}.parquet"
+        path.write_bytes(blob)
+        shards.append(path)
+    (out / "config.json").write_text(_json(asdict(cfg)))
+    table = load_dataset(out)
+    chosen, bots = table["chosen"].to_numpy(), table["bot"].to_pylist()
+    by_bot: dict[str, dict[str, int]] = {}
+    for bot, c in zip(bots, chosen):
+        row = by_bot.setdefault(bot, {"decisions": 0, "gaps": 0})
+        row["decisions"] += 1
+        row["gaps"] += int(c < 0)
+    return DatasetResult(out, shards, table.num_rows, int((chosen < 0).sum()),
+                         int(np.sum(table["generator_match"].to_numpy())), by_bot)
+
+
+def _json(doc: dict) -> str:
+    import json
+
+    return json.dumps(doc, indent=1, sort_keys=True)
+
+
+def load_dataset(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """Every shard under ``path`` (a folder of part-*.parquet, or one file), checked: the schema's name and
+    version, every column and its type; a missing or unreadable file raises DatasetError naming it."""
+    path = Path(path)
+    files = sorted(path.glob("part-*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise DatasetError(f"{path}: no part-*.parquet shards")
+    tables = []
+    for f in files:
+        try:
+            schema = pq.read_schema(f)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise DatasetError(f"{f}: not a readable Parquet file ({e})") from None
+        meta = schema.metadata or {}
+        if meta.get(b"schema") != SCHEMA_NAME:
+            raise DatasetError(f"{f}: schema {meta.get(b'schema', b'?').decode()!r}, expected "
+                               f"{SCHEMA_NAME.decode()!r}")
+        if meta.get(b"version") != SCHEMA_VERSION:
+            raise DatasetError(f"{f}: schema version {meta.get(b'version', b'?').decode()!r}, expected "
+                               f"{SCHEMA_VERSION.decode()!r}")
+        for field in SCHEMA:
+            if field.name not in schema.names:
+                raise DatasetError(f"{f}: column {field.name!r} missing")
+            if schema.field(field.name).type != field.type:
+                raise DatasetError(f"{f}: column {field.name!r} has type {schema.field(field.name).type}, "
+                                   f"expected {field.type}")
+        try:
+            tables.append(pq.read_table(f, columns=list(columns) if columns else None))
+        except (OSError, pa.ArrowInvalid) as e:
+            raise DatasetError(f"{f}: cannot read its row groups ({e})") from None
+    return pa.concat_tables(tables)

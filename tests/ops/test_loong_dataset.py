@@ -1,0 +1,111 @@
+"""The Loong replay dataset: shards the same bytes in-process and on a pool, every action matched to a candidate
+that is that action, outcomes from the engine's result, and bad files refused naming the file and the field."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bot.core_candidates import KIND_MOVE, KIND_SPLIT, KIND_SPRINT, parse_records, sprint_directions
+from ops.execution import PoolExecutor
+from ops.loong_dataset import SCHEMA, DatasetConfig, DatasetError, build, check_config, game_spec, load_dataset
+
+CONFIG = DatasetConfig(games=4, rounds=30, shard_games=2, bands=(20, 28), seed=4)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dataset")
+    return build(CONFIG, out / "here"), build(CONFIG, out / "pool", executor=PoolExecutor(2))
+
+
+def test_the_shards_are_the_same_bytes_in_process_and_on_a_pool(built):
+    here, pool = built
+    assert [p.name for p in here.shards] == ["part-000000.parquet", "part-000002.parquet"]
+    assert [p.read_bytes() for p in here.shards] == [p.read_bytes() for p in pool.shards]
+    assert here.summary() == pool.summary()
+
+
+def test_every_decision_matches_a_candidate_that_is_its_action(built):
+    here, _ = built
+    t = load_dataset(here.out)
+    assert t.num_rows == here.decisions > 300 and {b for b in t["bot"].to_pylist()} == {"foil", "expert-h", "random"}
+    kinds = set()
+    for action, raw, chosen, count, head, heading in zip(
+            *(t[c].to_pylist() for c in ("action", "candidates", "chosen", "candidate_count", "after_head",
+                                         "after_heading"))):
+        records = parse_records(raw)
+        assert len(records) == count >= 1
+        if chosen < 0:
+            continue
+        r = records[chosen]
+        kinds.add(action[0])
+        if action[0] == "M":
+            assert r["kind"] == KIND_MOVE and r["first"] == int(action[1:])
+        elif action[0] == "X":
+            assert r["kind"] == KIND_SPLIT and r["arg"] == int(action[1:])
+        else:
+            assert action[0] == "S" and r["kind"] == KIND_SPRINT
+            if head >= 0:  # the same end state as the engine gave the dragon (maybe by another route)
+                assert (r["end"], r["heading"]) == (head, heading)
+            else:  # died on the way: the same route
+                assert sprint_directions(r) == tuple(int(d) for d in action[1:])
+    assert {"M", "S"} <= kinds
+    assert here.gaps <= here.decisions // 100  # the core proposes (nearly) every action the bots take
+
+
+def test_outcomes_are_the_engines_result_for_each_team(built):
+    here, _ = built
+    t = load_dataset(here.out, columns=["game", "team", "outcome", "bot", "width"])
+    for g in range(CONFIG.games):
+        rows = [(team, o) for game, team, o in zip(t["game"].to_pylist(), t["team"].to_pylist(),
+                                                     t["outcome"].to_pylist()) if game == g]
+        by_team = {team: {o for tm, o in rows if tm == team} for team in (0, 1)}
+        assert all(len(v) == 1 for v in by_team.values()), by_team  # one outcome a team
+        assert by_team[0] == {-o for o in by_team[1]}
+    sizes = {game_spec(CONFIG, g)[0] for g in range(CONFIG.games)}
+    assert set(t["width"].to_pylist()) == sizes == {20, 28}
+    symmetries = [game_spec(CONFIG, g)[1] for g in range(CONFIG.games)]
+    assert symmetries == ["lr", "tb", "rot", "tb"]
+    full = DatasetConfig()  # the default 18 games: every pairing on every band, and each pairing on every symmetry
+    specs = [game_spec(full, g) for g in range(full.games)]
+    for pair in full.pairings:
+        mine = [s for s in specs if {s[2], s[3]} == set(pair) or (s[2], s[3]) == pair]
+        assert {s[0] for s in mine} == set(full.bands) and {s[1] for s in mine} == {"lr", "tb", "rot"}
+
+
+def test_bad_files_are_refused_naming_the_file_and_the_field(built, tmp_path):
+    here, _ = built
+    table = pq.read_table(here.shards[0])
+    missing = tmp_path / "missing"
+    missing.mkdir()
+    pq.write_table(table.drop(["chosen"]).replace_schema_metadata(SCHEMA.metadata), missing / "part-000000.parquet")
+    with pytest.raises(DatasetError, match=r"part-000000\.parquet: column 'chosen' missing"):
+        load_dataset(missing)
+    old = tmp_path / "old.parquet"
+    pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"0"}), old)
+    with pytest.raises(DatasetError, match=r"old\.parquet: schema version '0', expected '1'"):
+        load_dataset(old)
+    truncated = tmp_path / "cut.parquet"
+    data = here.shards[0].read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DatasetError, match=r"cut\.parquet: not a readable Parquet file"):
+        load_dataset(truncated)
+    retyped = tmp_path / "retyped.parquet"
+    pq.write_table(table.set_column(table.schema.get_field_index("round"), "round",
+                                    pa.array(np.array(table["round"]), pa.int64())), retyped)
+    with pytest.raises(DatasetError, match=r"retyped\.parquet: column 'round' has type int64, expected int16"):
+        load_dataset(retyped)
+    with pytest.raises(DatasetError, match=r"empty: no part-\*\.parquet shards"):
+        (tmp_path / "empty").mkdir()
+        load_dataset(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("cfg, line", [
+    (DatasetConfig(games=0), "games: must be at least 1, got 0"),
+    (DatasetConfig(bands=(8,)), "bands: map size 8 outside 10..64"),
+    (DatasetConfig(pairings=(("foil", "wizard"),)), "pairings: unknown bot 'wizard'"),
+])
+def test_a_bad_config_is_one_line_naming_the_field(cfg, line):
+    with pytest.raises(DatasetError, match=line):
+        check_config(cfg)
