@@ -15,7 +15,7 @@ import pytest
 from games.celldiv.match import play_match
 from games.league import Interrupted, round_robin
 from games.stats import MatchTally
-from ops import celldiv_league, loong_league, loong_selfplay
+from ops import celldiv_league, loong_dataset, loong_league, loong_selfplay
 from ops.execution import (
     MAX_ATTEMPTS,
     InProcessExecutor,
@@ -93,6 +93,7 @@ def sliced_tally(a: str, b: str, part: tuple[int, int] = (0, 1), *, seed: int) -
     return t
 
 
+DATASET = loong_dataset.DatasetConfig(games=2, rounds=20, shard_games=1, bands=(20,), seed=3)
 LOADS: list[str] = []
 
 
@@ -283,6 +284,7 @@ def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_
         on_ray_data = celldiv_teacher.generate_teacher_data(teacher, teacher_config, tmp_path / "ray.parquet",
                                                             executor=ray)
         assert on_ray_data.read_bytes() == here.read_bytes()  # the dataset: the same bytes
+        on_ray_shards = loong_dataset.build(DATASET, tmp_path / "shards-ray", executor=ray).shards
         shutdown_ray()
         assert any((home / "ray").glob("session_*"))  # the local Ray kept its files under ARENA_HOME
     finally:
@@ -291,6 +293,8 @@ def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_
     local = celldiv_league.run(config, executor=PoolExecutor(2))
     assert table_bytes(on_ray.result) == table_bytes(local.result) == table_bytes(on_tasks.result)
     local_games = loong_selfplay.run(SELFPLAY, tmp_path / "local", executor=PoolExecutor(2))
+    here_shards = loong_dataset.build(DATASET, tmp_path / "shards-here").shards
+    assert len(here_shards) == 2 and [p.read_bytes() for p in on_ray_shards] == [p.read_bytes() for p in here_shards]
     assert len(ray_games.replays) == 3 and replay_bytes(ray_games) == replay_bytes(local_games)
 
 
