@@ -146,6 +146,19 @@ def loong_league(
     return dg.MaterializeResult(metadata=meta, check_results=[check])
 
 
+def fanned_out(context: dg.AssetExecutionContext, asset: str, unit: str, executor, work):
+    """``work(progress)`` with every finished work item logged ('<asset>: <item> done, <unit> k/n (backend xN)');
+    an item that failed every attempt is the asset's one-line failure (after the other items finished)."""
+
+    def progress(name: str, done: int, total: int) -> None:
+        context.log.info(f"{asset}: {name} done, {unit} {done}/{total} ({executor.backend} x{executor.workers})")
+
+    try:
+        return work(progress)
+    except WorkFailed as e:
+        raise dg.Failure(f"{asset}: {e}") from None
+
+
 SELFPLAY = {"test": dict(games=3, size=12, max_rounds=30, batch_size=3),
             "small": dict(games=64, size=24, max_rounds=200, batch_size=64),
             "full": dict(games=4096, size=48, max_rounds=500, batch_size=4096)}
@@ -179,14 +192,8 @@ def loong_selfplay_games(
     executor = execution.executor("loong_selfplay_games")
     version = version_id(context)
     out = artifact_store.store().dir(GROUP, "loong_selfplay_games", version)
-    def progress(name: str, done: int, total: int) -> None:
-        context.log.info(f"loong_selfplay_games: {name} done, batch {done}/{total} ({executor.backend} "
-                         f"x{executor.workers})")
-
-    try:
-        r = run_selfplay(cfg, out, executor=executor, progress=progress)
-    except WorkFailed as e:  # a game batch failed every attempt: named, after the other batches finished
-        raise dg.Failure(f"loong_selfplay_games: {e}") from None
+    r = fanned_out(context, "loong_selfplay_games", "batch", executor,
+                   lambda progress: run_selfplay(cfg, out, executor=executor, progress=progress))
     artifact_store.store().publish(GROUP, "loong_selfplay_games", version)
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(out)),
@@ -226,15 +233,8 @@ def loong_replay_dataset(
     executor = execution.executor("loong_replay_dataset")
     version = version_id(context)
     out = artifact_store.store().dir(GROUP, "loong_replay_dataset", version)
-
-    def progress(name: str, done: int, total: int) -> None:
-        context.log.info(f"loong_replay_dataset: {name} done, shard {done}/{total} ({executor.backend} "
-                         f"x{executor.workers})")
-
-    try:
-        r = build(cfg, out, executor=executor, progress=progress)
-    except WorkFailed as e:  # a shard failed every attempt: named, after the other shards finished
-        raise dg.Failure(f"loong_replay_dataset: {e}") from None
+    r = fanned_out(context, "loong_replay_dataset", "shard", executor,
+                   lambda progress: build(cfg, out, executor=executor, progress=progress))
     artifact_store.store().publish(GROUP, "loong_replay_dataset", version)
     s = r.summary()
     return dg.MaterializeResult(metadata={

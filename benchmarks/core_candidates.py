@@ -19,14 +19,16 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import wasmtime
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: benchmarks.metered
+
+from benchmarks.metered import Metered  # noqa: E402
 from bot.core_candidates import NO_CELL, SURVIVAL_UNITS, NativeCandidates, build_candidates_wasm, candidates_library
-from bot.judge import make_engine
 from games.loong.bots import _Seat, ask_bot
 from games.loong.engine import Game
 from games.loong.foil import registry
@@ -34,7 +36,6 @@ from games.loong.mapgen import generate_map
 from games.loong.observation import encode, observe
 
 ROOT = Path(__file__).resolve().parents[1]
-FUEL = 10**12
 
 
 def record(size: int, symmetry: str, rounds: int, seed: int) -> dict[int, list[bytes]]:
@@ -58,24 +59,6 @@ def record(size: int, symmetry: str, rounds: int, seed: int) -> dict[int, list[b
     return obs_of
 
 
-class Metered:
-    def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store(make_engine())
-        self.store.set_fuel(FUEL)
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        self.ex = inst.exports(self.store)
-        self.mem, self.obs = self.ex["memory"], self.ex["ccore_obs_buffer"](self.store)
-        self.call("ccore_reset")
-
-    def call(self, name: str, *args) -> tuple[int, int]:
-        before = self.store.get_fuel()
-        r = self.ex[name](self.store, *args)
-        return r, before - self.store.get_fuel()
-
-    def put(self, obs: bytes) -> None:
-        self.mem.write(self.store, obs, self.obs)
-
-
 def pct(v: list[int], q: float) -> int:
     return int(np.percentile(v, q))
 
@@ -94,7 +77,8 @@ def main() -> None:
     for g in range(a.games):
         tracks = record(a.size, ("lr", "tb", "rot")[g % 3], a.rounds, 100 + g)
         for obs_list in tracks.values():
-            w = Metered(wasm)
+            w = Metered(wasm, "ccore_obs_buffer")
+            w.call("ccore_reset")
             native = NativeCandidates(lib)
             t0 = time.perf_counter()
             for obs in obs_list:

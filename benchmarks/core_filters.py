@@ -17,35 +17,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import wasmtime
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.metered import Metered  # noqa: E402
 from bot.core_filters import build_filters_wasm, filters_batch, filters_library  # noqa: E402
-from bot.judge import make_engine  # noqa: E402
 from tests.bot.core.conftest import GAMES, record_game  # noqa: E402
-
-FUEL = 10**13
-
-
-class Metered:
-    def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store(make_engine())
-        self.store.set_fuel(FUEL)
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        self.ex = inst.exports(self.store)
-        self.mem, self.obs = self.ex["memory"], self.ex["fcore_obs_buffer"](self.store)
-        try:
-            self.ex["fcore_units"]
-            self.has_units = True
-        except KeyError:
-            self.has_units = False
-
-    def call(self, name: str, *args) -> tuple[int, int]:
-        before = self.store.get_fuel()
-        r = self.ex[name](self.store, *args)
-        return r, before - self.store.get_fuel()
 
 
 def main() -> None:
@@ -62,7 +40,7 @@ def main() -> None:
         points, units, world = [], [], []
         reset = 0
         for t in tracks.values():
-            m = Metered(wasm)
+            m = Metered(wasm, "fcore_obs_buffer")
             _, reset = m.call("fcore_reset")
             m.call("fcore_world_step", m.obs, 0)
             for obs in t.obs:
@@ -71,7 +49,7 @@ def main() -> None:
                 assert code == 0
                 points.append(p)
                 world.append(m.call("fcore_world_step", m.obs, len(obs))[1])
-                units.append(m.call("fcore_units")[0] if m.has_units else 0)
+                units.append(m.call("fcore_units")[0] if m.has("fcore_units") else 0)
         turns = len(points)
         best = float("inf")
         for _ in range(3):

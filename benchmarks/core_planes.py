@@ -19,30 +19,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import wasmtime
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.metered import Metered  # noqa: E402
 from bot.core_planes import ALL_PARTS, NativePlanes, build_planes_wasm, planes_batch, planes_library  # noqa: E402
-from bot.judge import make_engine  # noqa: E402
 from tests.bot.core.conftest import GAMES, record_game  # noqa: E402
-
-FUEL = 10**13
-
-
-class Metered:
-    def __init__(self, path: Path) -> None:
-        self.store = wasmtime.Store(make_engine())
-        self.store.set_fuel(FUEL)
-        inst = wasmtime.Instance(self.store, wasmtime.Module.from_file(self.store.engine, str(path)), [])
-        self.ex = inst.exports(self.store)
-        self.mem, self.obs = self.ex["memory"], self.ex["pcore_obs_buffer"](self.store)
-
-    def call(self, name: str, *args) -> tuple[int, int]:
-        before = self.store.get_fuel()
-        r = self.ex[name](self.store, *args)
-        return r, before - self.store.get_fuel()
 
 
 def main() -> None:
@@ -58,7 +41,7 @@ def main() -> None:
         _, tracks = record_game(*game)
         points, step_points, split = [], [], {0: [], 1: [], 2: [], 4: []}
         for t in tracks.values():
-            m = Metered(wasm)
+            m = Metered(wasm, "pcore_obs_buffer")
             m.call("pcore_reset", 0, 0, 0, 0)
             for obs in t.obs:
                 m.mem.write(m.store, obs, m.obs)

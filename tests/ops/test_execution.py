@@ -137,20 +137,7 @@ def test_a_killed_worker_has_its_item_retried_and_finished_items_are_not_rerun(t
              WorkItem("victim", victim, (folder,), seed=2),
              WorkItem("quick3", count_run, (folder, "quick3"), seed=3)]
     killed: list[int] = []
-
-    def killer():
-        pids, deadline = tmp_path / "victim.pids", time.monotonic() + 60
-        while time.monotonic() < deadline:
-            done = all(runs(tmp_path, n) for n in ("quick0", "quick1", "quick3"))
-            if done and pids.exists() and pids.read_text().strip():
-                pid = int(pids.read_text().split()[0])
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=killer)
-    thread.start()
+    thread = kill_when_started(tmp_path, ("quick0", "quick1", "quick3"), killed)
     outcomes = {o.index: o for o in PoolExecutor(2).run(items)}
     thread.join()
     assert killed, "the victim never started"
