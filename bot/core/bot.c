@@ -123,13 +123,14 @@ void expert_h_init(expert_h *h, uint64_t seed) {
 
 static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
 
-// risk[d] (Q16) = sum over enemy filters whose head is not seen this round of alive x the head mass within
-// min(sprint bound, EH_UNSEEN_REACH) steps (torus Manhattan) of end[d]: the chance an unseen head can be there.
-static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
+// risk[d] (Q16, rounded down, at most 1) = the sum over enemy filters whose head is not seen this round of alive x
+// the head mass near end[d]. Near, for the unseen risk (sight 0): within min(sprint bound, EH_UNSEEN_REACH) torus
+// Manhattan steps (the chance an unseen head can strike there); for the sight risk (sight 1): within Chebyshev
+// distance 3 (that head would see her there at its turn).
+static void head_risk(const expert_h *h, const uint32_t *end, uint32_t *risk, uint32_t sight) {
     const core_filters *f = &h->filters;
     uint32_t w = h->world.width, hh = h->world.height, cells = w * hh;
     for (uint32_t d = 0; d < 4; d++) risk[d] = 0;
-    if (!EH_UNSEEN) return;
     for (uint32_t i = 0; i < f->n_tracks && i < CORE_F_TRACKS; i++) {
         const core_track *t = &f->t[i];
         if (!t->active || t->team == h->world.team || (t->flags & CORE_FF_ALLY) || (t->flags & CORE_FF_HEAD_SEEN))
@@ -144,8 +145,9 @@ static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) 
             if (c >= cells) continue;
             for (uint32_t d = 0; d < 4; d++) {
                 if (end[d] >= cells) continue;
-                uint32_t dist = torus(end[d] % w, c % w, w) + torus(end[d] / w, c / w, hh);
-                if (dist <= reach) in[d] += t->s[k].weight;
+                uint32_t dx = torus(end[d] % w, c % w, w), dy = torus(end[d] / w, c / w, hh);
+                uint32_t near = sight ? (dx > dy ? dx : dy) <= 3 : dx + dy <= reach;
+                if (near) in[d] += t->s[k].weight;
             }
         }
         for (uint32_t d = 0; d < 4; d++) {
@@ -153,6 +155,14 @@ static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) 
             risk[d] += (uint32_t)(((uint64_t)t->alive * p) >> 20);
             if (risk[d] > CORE_F_Q16) risk[d] = CORE_F_Q16;
         }
+    }
+}
+
+static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
+    if (EH_UNSEEN) {
+        head_risk(h, end, risk, 0);
+    } else {
+        for (uint32_t d = 0; d < 4; d++) risk[d] = 0;
     }
 }
 
@@ -253,40 +263,11 @@ static void exposure(const expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
 }
 
 
-// The chance (Q16, rounded down, at most 1) that an enemy whose head is not in view now has its head within
-// Chebyshev distance 3 of end[d] (it would see her there at its turn): the sum over enemy filters of alive x the
-// head mass there.
-static void sight_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
-    const core_filters *f = &h->filters;
-    uint32_t w = h->world.width, hh = h->world.height, cells = w * hh;
-    for (uint32_t d = 0; d < 4; d++) risk[d] = 0;
-    for (uint32_t i = 0; i < f->n_tracks && i < CORE_F_TRACKS; i++) {
-        const core_track *t = &f->t[i];
-        if (!t->active || t->team == h->world.team || (t->flags & CORE_FF_ALLY) || (t->flags & CORE_FF_HEAD_SEEN))
-            continue;
-        uint64_t in[4] = {0, 0, 0, 0};
-        for (uint32_t k = 0; k < t->n && k < CORE_F_CAP; k++) {
-            uint32_t c = t->s[k].cell;
-            if (c >= cells) continue;
-            for (uint32_t d = 0; d < 4; d++) {
-                if (end[d] >= cells) continue;
-                uint32_t dx = torus(end[d] % w, c % w, w), dy = torus(end[d] / w, c / w, hh);
-                if ((dx > dy ? dx : dy) <= 3) in[d] += t->s[k].weight;
-            }
-        }
-        for (uint32_t d = 0; d < 4; d++) {
-            uint64_t p = in[d] > CORE_F_MASS ? CORE_F_MASS : in[d];
-            risk[d] += (uint32_t)(((uint64_t)t->alive * p) >> 20);
-            if (risk[d] > CORE_F_Q16) risk[d] = CORE_F_Q16;
-        }
-    }
-}
-
 // EH_SIGHT: among the safe moves the least sight risk, but the nearest pearl's move when within EH_SIGHT_OK of it.
 static void narrow_sight(const expert_h *h, uint32_t *safe, uint32_t n) {
     uint32_t end[4], risk[4], least = 0xFFFFFFFFu;
     for (uint32_t d = 0; d < 4; d++) end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
-    sight_risk(h, end, risk);
+    head_risk(h, end, risk, 1);
     for (uint32_t d = 0; d < 4; d++)
         if (safe[d] && risk[d] < least) least = risk[d];
     for (uint32_t i = 4; i < n; i++) {

@@ -131,13 +131,7 @@ def test_a_raised_error_is_retried_then_reported_by_name(tmp_path):
 
 
 def test_a_killed_worker_has_its_item_retried_and_finished_items_are_not_rerun(tmp_path):
-    folder = str(tmp_path)
-    items = [WorkItem("quick0", count_run, (folder, "quick0"), seed=0),
-             WorkItem("quick1", count_run, (folder, "quick1"), seed=1),
-             WorkItem("victim", victim, (folder,), seed=2),
-             WorkItem("quick3", count_run, (folder, "quick3"), seed=3)]
-    killed: list[int] = []
-    thread = kill_when_started(tmp_path, ("quick0", "quick1", "quick3"), killed)
+    items, killed, thread = victim_and_killer(tmp_path)
     outcomes = {o.index: o for o in PoolExecutor(2).run(items)}
     thread.join()
     assert killed, "the victim never started"
@@ -285,6 +279,18 @@ def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_
     assert len(ray_games.replays) == 3 and replay_bytes(ray_games) == replay_bytes(local_games)
 
 
+def victim_and_killer(tmp_path: Path) -> tuple[list[WorkItem], list[int], threading.Thread]:
+    """Three quick items and a victim, and a started thread that kills the victim's worker, by its pid (appended
+    to the list), once the quick items have finished."""
+    folder = str(tmp_path)
+    items = [WorkItem("quick0", count_run, (folder, "quick0"), seed=0),
+             WorkItem("quick1", count_run, (folder, "quick1"), seed=1),
+             WorkItem("victim", victim, (folder,), seed=2),
+             WorkItem("quick3", count_run, (folder, "quick3"), seed=3)]
+    killed: list[int] = []
+    return items, killed, kill_when_started(tmp_path, ("quick0", "quick1", "quick3"), killed)
+
+
 def kill_when_started(tmp_path: Path, quick: tuple[str, ...], killed: list[int]) -> threading.Thread:
     """A thread that kills the victim's worker, by its pid, once the quick items have finished."""
 
@@ -316,13 +322,8 @@ def test_ray_actors_keep_what_they_loaded_and_a_killed_actor_has_its_item_retrie
         assert all(loads == 1 for _, loads, _ in first + again)  # each actor loaded the network once
         assert [s for _, _, s in first] == list(range(8))
 
+        items, killed, thread = victim_and_killer(tmp_path)
         folder = str(tmp_path)
-        items = [WorkItem("quick0", count_run, (folder, "quick0"), seed=0),
-                 WorkItem("quick1", count_run, (folder, "quick1"), seed=1),
-                 WorkItem("victim", victim, (folder,), seed=2),
-                 WorkItem("quick3", count_run, (folder, "quick3"), seed=3)]
-        killed: list[int] = []
-        thread = kill_when_started(tmp_path, ("quick0", "quick1", "quick3"), killed)
         outcomes = {o.index: o for o in ray.run(items)}
         thread.join()
         assert killed and killed[0] in pids, "the victim never started on an actor"

@@ -395,36 +395,13 @@ def test_a_refused_turn_gives_zero_planes_in_the_batch(recorded, lib):
     assert not crops[1].any() and not ovs[1].any() and not scs[1].any() and crops[2].any()
 
 
-_CHILD = """
-import hashlib, pickle, sys
-from bot.core_planes import ALL_PARTS, NativePlanes, planes_library
-seqs = pickle.load(sys.stdin.buffer)
-lib = planes_library(sanitize=True, cache=__import__("pathlib").Path(sys.argv[1]))
-h = hashlib.sha256()
-for seq, bad in seqs:
-    d = NativePlanes(lib)
-    for j, obs in enumerate(seq):
-        h.update(bytes([d.step(obs)]))
-        for parts in (ALL_PARTS, 0, 6):
-            for b in (obs, *bad[j]):
-                r, crop, ov, sc = d.write(b, parts)
-                h.update(bytes([r]) + (crop + ov + sc if r else b""))
-print(h.hexdigest())
-"""
-
-
-def test_ubsan_build_gives_the_same_bytes(recorded, lib, native_cache):
-    """The -fsanitize=undefined build (aborts on undefined behaviour) in a child process, on two games' turns and
-    truncated copies of each observation: the same bytes as the plain build."""
+def planes_digest(lib, seqs) -> str:
+    """SHA-256 over every turn's step code and the planes of the observation and of its bad copies, for every part
+    mask: the one digest the plain build (here) and the UBSan build (a child process) must share."""
     import hashlib
-    import pickle
-    import subprocess
-    import sys
 
-    seqs = []
-    for _m, tracks in (recorded[4], recorded[0]):
-        for _i, t in sorted(tracks.items())[:3]:
-            seqs.append((t.obs, [[o[:-8], o[:1300], b""] for o in t.obs]))
+    from bot.core_planes import ALL_PARTS, NativePlanes
+
     h = hashlib.sha256()
     for seq, bad in seqs:
         d = NativePlanes(lib)
@@ -434,10 +411,35 @@ def test_ubsan_build_gives_the_same_bytes(recorded, lib, native_cache):
                 for b in (obs, *bad[j]):
                     r, crop, ov, sc = d.write(b, parts)
                     h.update(bytes([r]) + (crop + ov + sc if r else b""))
-    run = subprocess.run([sys.executable, "-c", _CHILD, str(native_cache)], input=pickle.dumps(seqs),
+    return h.hexdigest()
+
+
+_CHILD = """
+import pathlib, pickle, sys
+from bot.core_planes import planes_library
+DIGEST
+seqs = pickle.load(sys.stdin.buffer)
+print(planes_digest(planes_library(sanitize=True, cache=pathlib.Path(sys.argv[1])), seqs))
+"""
+
+
+def test_ubsan_build_gives_the_same_bytes(recorded, lib, native_cache):
+    """The -fsanitize=undefined build (aborts on undefined behaviour) in a child process, on two games' turns and
+    truncated copies of each observation: the same bytes as the plain build."""
+    import inspect
+    import pickle
+    import subprocess
+    import sys
+
+    seqs = []
+    for _m, tracks in (recorded[4], recorded[0]):
+        for _i, t in sorted(tracks.items())[:3]:
+            seqs.append((t.obs, [[o[:-8], o[:1300], b""] for o in t.obs]))
+    child = _CHILD.replace("DIGEST", inspect.getsource(planes_digest))
+    run = subprocess.run([sys.executable, "-c", child, str(native_cache)], input=pickle.dumps(seqs),
                          capture_output=True, timeout=300)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
-    assert run.stdout.decode().strip() == h.hexdigest()
+    assert run.stdout.decode().strip() == planes_digest(lib, seqs)
 
 
 def test_candidate_features_are_in_the_frame(recorded, lib, native_cache, wasm_path):
