@@ -13,7 +13,6 @@ and dragon-turns a second through `core_planes_batch` (belief step + planes).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -23,22 +22,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.metered import Metered  # noqa: E402
+from benchmarks.metered import Metered, recorded_games  # noqa: E402
 from bot.core_planes import ALL_PARTS, NativePlanes, build_planes_wasm, planes_batch, planes_library  # noqa: E402
-from tests.bot.core.conftest import GAMES, record_game  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", default="64x64", help="comma-separated WxH of conftest.GAMES rows (default 64x64)")
-    args = ap.parse_args()
-    wanted = [tuple(int(v) for v in g.split("x")) for g in args.games.split(",")]
     wasm, native = build_planes_wasm(), planes_library()
-    for w, h in wanted:
-        game = next((g for g in GAMES if g[:2] == (w, h)), None)
-        if game is None:
-            raise SystemExit(f"--games: no recorded game of {w}x{h} in conftest.GAMES")
-        _, tracks = record_game(*game)
+    for game, tracks in recorded_games(__doc__.splitlines()[0]):
+        w, h = game[:2]
         points, step_points, split = [], [], {0: [], 1: [], 2: [], 4: []}
         for t in tracks.values():
             m = Metered(wasm, "pcore_obs_buffer")

@@ -38,3 +38,21 @@ class Metered:
 
     def put(self, obs: bytes) -> None:
         self.mem.write(self.store, obs, self.obs)
+
+
+def recorded_games(description: str):
+    """``--games WxH,...`` parsed from the command line; yields (row, tracks) for each named row of the tests'
+    recorded games (tests/bot/core/conftest.py GAMES: width, height, symmetry, bots...), recorded with the
+    reference engine."""
+    import argparse
+
+    from tests.bot.core.conftest import GAMES, record_game
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--games", default="64x64", help="comma-separated WxH of conftest.GAMES rows (default 64x64)")
+    args = ap.parse_args()
+    for w, h in [tuple(int(v) for v in g.split("x")) for g in args.games.split(",")]:
+        game = next((g for g in GAMES if g[:2] == (w, h)), None)
+        if game is None:
+            raise SystemExit(f"--games: no recorded game of {w}x{h} in conftest.GAMES")
+        yield game, record_game(*game)[1]
