@@ -46,6 +46,8 @@ SCHEMA = pa.schema([
     ("after_head", pa.int16()), ("after_heading", pa.int8()),  # the engine's head cell and heading after it; -1 died
     ("crop", pa.binary(56 * 17 * 17)), ("overview", pa.binary(16 * 15 * 15)), ("scalars", pa.binary(32)),
     ("candidates", pa.binary()),  # n records of 48 bytes (bot/core/candidates.h)
+    ("features", pa.binary()),  # n x 48 bytes: each record as the network reads it (core_planes_candidate)
+    ("taps", pa.binary()),  # n bytes: each candidate's trunk tap, row * 15 + col (0..224); 255 none (features 0)
     ("candidate_count", pa.int16()), ("chosen", pa.int16()), ("generator_match", pa.bool_()),
     ("outcome", pa.int8()),  # the dragon's team: +1 won, 0 draw, -1 lost
 ], metadata={b"schema": SCHEMA_NAME, b"version": SCHEMA_VERSION})
@@ -183,12 +185,18 @@ def encode_shard(cfg: DatasetConfig, first: int, count: int, *, seed: int) -> by
                     continue  # an observation the core refuses (none from the engine: counted by the tests)
                 code, crop, overview, scalars = planes.write(obs)
                 raw = cands.candidates(obs, REQ_ALL)
+                features, taps = bytearray(), bytearray()
+                for k in range(0, len(raw), 48):
+                    tap, f = planes.candidate(obs, raw[k:k + 48])
+                    features += f.tobytes()
+                    taps.append(tap if tap < 255 else 255)
                 chosen, by_generator = match(parse_records(raw), action, after)
                 for k, v in (("game", g), ("dragon", dragon), ("team", team), ("round", rnd),
                              ("bot", (a, b)[team]), ("width", size), ("height", size), ("symmetry", symmetry),
                              ("action", action_code(action)), ("after_head", after[0] if after else -1),
                              ("after_heading", after[1] if after else -1), ("crop", crop), ("overview", overview),
-                             ("scalars", scalars), ("candidates", raw), ("candidate_count", len(raw) // 48),
+                             ("scalars", scalars), ("candidates", raw), ("features", bytes(features)),
+                             ("taps", bytes(taps)), ("candidate_count", len(raw) // 48),
                              ("chosen", chosen), ("generator_match", by_generator), ("outcome", outcome)):
                     cols[k].append(v)
     table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)

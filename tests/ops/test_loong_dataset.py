@@ -31,11 +31,12 @@ def test_every_decision_matches_a_candidate_that_is_its_action(built):
     t = load_dataset(here.out)
     assert t.num_rows == here.decisions > 300 and {b for b in t["bot"].to_pylist()} == {"foil", "expert-h", "random"}
     kinds = set()
-    for action, raw, chosen, count, head, heading in zip(
+    for action, raw, chosen, count, head, heading, features, taps in zip(
             *(t[c].to_pylist() for c in ("action", "candidates", "chosen", "candidate_count", "after_head",
-                                         "after_heading"))):
+                                         "after_heading", "features", "taps"))):
         records = parse_records(raw)
         assert len(records) == count >= 1
+        assert len(features) == 48 * count and len(taps) == count and max(taps) <= 224
         if chosen < 0:
             continue
         r = records[chosen]
