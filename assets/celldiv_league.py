@@ -146,8 +146,8 @@ class FullLeagueConfig(dg.Config):
     players: list[str] = Field(default=LEAGUE_PLAYERS, description="players; trained ones load from the store")
     games: int | None = Field(default=None, description="games per pairing; None: test 4, small 24, full 200")
     teacher_simulations: int | None = Field(
-        default=None, description="search simulations a move for 'teacher' (its own search: a Gumbel root, or "
-                                  "PUCT); None: test 4, small 16, full 128")
+        default=None, description="search simulations a move for 'teacher' (PUCT, ops.celldiv_onnx.LEAGUE_SEARCH); "
+                                  "None: test 4, small 16, full 128")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
     seed: int = Field(default=0, description="match seed")
     release_gate: bool | None = Field(

@@ -2,6 +2,7 @@
 switching model and the seed-weight Hard, and the teacher with search against its student.
 
     .venv/bin/python benchmarks/celldiv_elite_strength.py [--games 200] [--teacher-games 100] [--simulations 16]
+        [--search puct]
 
 Players come from the artifact store under ARENA_HOME (what ``make demo`` published), as ``arena celldiv
 match`` loads them; sizes 4-8, random starts, sides alternating. Prints wins-draws-losses, the score rate
@@ -22,9 +23,11 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=200, help="games of each Elite match (default: %(default)s)")
     ap.add_argument("--teacher-games", type=int, default=100, help="games of teacher vs Elite (default: %(default)s)")
     ap.add_argument("--simulations", type=int, default=16, help="the teacher's search (default: %(default)s)")
+    ap.add_argument("--search", choices=("puct", "gumbel", "trained"), default="puct",
+                    help="the teacher's search (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="match seed (default: %(default)s)")
     a = ap.parse_args()
-    found = register_store_players(teacher_simulations=a.simulations)
+    found = register_store_players(teacher_simulations=a.simulations, teacher_search=a.search)
     missing = {"elite", "switching", "teacher"} - set(found)
     if missing:
         raise SystemExit(f"not published under ARENA_HOME: {', '.join(sorted(missing))}; run `make demo` first")

@@ -168,16 +168,25 @@ def _teacher(path: str, mtime_ns: int):
     return OnnxEvaluator(net, threads=1), search
 
 
+LEAGUE_SEARCH = "puct"  # the teacher's search at play time; see TeacherSearchPlayer
+
+
 class TeacherSearchPlayer:
-    """The teacher with its search and no noise: a Gumbel root (sequential halving over the top
-    ``considered`` actions by prior, gumbel_scale 0) when it was trained with one, else PUCT's most
-    visited action, after ``simulations`` simulations. Evaluations through onnxruntime."""
+    """The teacher with search and no noise, after ``simulations`` simulations: ``search`` 'puct'
+    (the most visited action; the default), 'gumbel' (a deterministic Gumbel root: sequential halving
+    over the top ``considered`` actions by prior) or 'trained' (the one it self-played with).
+    PUCT is the default because it measured stronger at play time with the same net and simulations
+    (docs/benchmarks.md, Cell Division: 0.665 against 0.565 vs switching at 64). Evaluations through
+    onnxruntime."""
 
     def __init__(self, teacher_ckpt: str | Path, simulations: int = 64, name: str = "teacher",
-                 seed: int = 0) -> None:
+                 seed: int = 0, search: str = LEAGUE_SEARCH) -> None:
+        if search not in ("puct", "gumbel", "trained"):
+            raise ValueError(f"search: {search!r}; expected 'puct', 'gumbel' or 'trained'")
         p = Path(teacher_ckpt).resolve()
-        self.evaluator, (self.search, self.considered, scale) = _teacher(
+        self.evaluator, (trained, self.considered, scale) = _teacher(
             str(p), p.stat().st_mtime_ns if p.exists() else 0)
+        self.search = trained if search == "trained" else search
         self.game = SearchAdapter(scale)
         self.simulations, self.name = simulations, name
         self.rng = np.random.default_rng(seed)
@@ -199,6 +208,7 @@ def register_trained_players(
     teacher_ckpt: str | Path | None = None,
     *,
     teacher_simulations: int = 64,
+    teacher_search: str | None = None,
 ) -> list[str]:
     """Register ``elite`` (the ONNX student) and ``teacher`` (teacher + search) for ``make_player``.
     Files are opened now, so a bad path fails here rather than in the middle of a league."""
@@ -208,9 +218,10 @@ def register_trained_players(
         register_player("elite", lambda seed, p=Path(elite_onnx): EliteOnnxPlayer(p))
         names.append("elite")
     if teacher_ckpt is not None:
-        TeacherSearchPlayer(teacher_ckpt, teacher_simulations)
+        search = teacher_search or LEAGUE_SEARCH
+        TeacherSearchPlayer(teacher_ckpt, teacher_simulations, search=search)
         register_player("teacher", lambda seed, p=Path(teacher_ckpt): TeacherSearchPlayer(
-            p, teacher_simulations, seed=seed))
+            p, teacher_simulations, seed=seed, search=search))
         names.append("teacher")
     return names
 

@@ -15,9 +15,11 @@ from ops.store import ArtifactStore
 GROUP = "celldiv"
 
 
-def register_store_players(store: ArtifactStore | None = None, *, teacher_simulations: int = 64) -> dict[str, Path]:
+def register_store_players(store: ArtifactStore | None = None, *, teacher_simulations: int = 64,
+                           teacher_search: str | None = None) -> dict[str, Path]:
     """Register every trained player whose artifact is published; returns name -> file used.
-    ``teacher_simulations``: PUCT simulations a move for the ``teacher`` player."""
+    ``teacher_simulations`` and ``teacher_search`` (None: ``ops.celldiv_onnx.LEAGUE_SEARCH``): the
+    ``teacher`` player's search a move."""
     store = store or ArtifactStore.default()
     found: dict[str, Path] = {}
     hard = store.latest(GROUP, "celldiv_hard_weights")
@@ -30,11 +32,12 @@ def register_store_players(store: ArtifactStore | None = None, *, teacher_simula
         path = switching / "weights.json"
         register_player("switching", lambda seed, p=path: switching_player(p))
         found["switching"] = path
-    found.update(_register_networks(store, teacher_simulations))
+    found.update(_register_networks(store, teacher_simulations, teacher_search))
     return found
 
 
-def _register_networks(store: ArtifactStore, teacher_simulations: int) -> dict[str, Path]:
+def _register_networks(store: ArtifactStore, teacher_simulations: int, teacher_search: str | None,
+                       ) -> dict[str, Path]:
     found: dict[str, Path] = {}
     onnx_dir = store.latest(GROUP, "celldiv_elite_onnx")
     teacher_dir = store.latest(GROUP, "celldiv_teacher")
@@ -45,6 +48,7 @@ def _register_networks(store: ArtifactStore, teacher_simulations: int) -> dict[s
     if elite or teacher:
         from ops.celldiv_onnx import register_trained_players
 
-        register_trained_players(elite_onnx=elite, teacher_ckpt=teacher, teacher_simulations=teacher_simulations)
+        register_trained_players(elite_onnx=elite, teacher_ckpt=teacher, teacher_simulations=teacher_simulations,
+                                 teacher_search=teacher_search)
         found.update({k: v for k, v in (("elite", elite), ("teacher", teacher)) if v})
     return found

@@ -72,6 +72,19 @@ def test_registered_players_play_a_game(chain):
     assert rec.final.board.min() >= 0 and len(rec.moves) > 0
 
 
+def test_teacher_search_player_searches_as_asked(chain):
+    ckpt = chain["teacher"].teacher_ckpt
+    start = sample_positions(1, seed=3, sizes=(5,))[0]
+    players = {s: celldiv_onnx.TeacherSearchPlayer(ckpt, 8, search=s) for s in ("puct", "gumbel", "trained")}
+    assert celldiv_onnx.LEAGUE_SEARCH == "puct" and players["puct"].search == "puct"
+    assert players["trained"].search == TEACHER.search  # the checkpoint's own search
+    for p in players.values():
+        cell = p.choose(start)
+        assert start.board.reshape(-1)[cell] == 0  # an empty cell of the board
+    with pytest.raises(ValueError, match="search: 'mcts'"):
+        celldiv_onnx.TeacherSearchPlayer(ckpt, 8, search="mcts")
+
+
 class Crash(RuntimeError):
     pass
 
