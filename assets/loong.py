@@ -246,3 +246,77 @@ def loong_replay_dataset(
         "generator_match_rate": dg.MetadataValue.float(s["generator_match_rate"]),
         "by_bot": dg.MetadataValue.json(s["by_bot"]),
     })
+
+
+KICKSTART = {"test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34),
+             "small": dict(shape="v1t2c16", epochs=2, quantised_epochs=1, batch_size=64),
+             "full": dict(shape="v1t4c32", epochs=12, quantised_epochs=3, batch_size=256, accelerator="auto")}
+
+
+class KickstartAssetConfig(dg.Config):
+    shape: str = Field(default="", description="network shape (gpu/loong_expert_net.SHAPES); empty: the profile's")
+    epochs: int | None = Field(default=None, description="float epochs; None: the profile's")
+    quantised_epochs: int | None = Field(default=None, description="fake-quantised epochs after them; None: the "
+                                                                   "profile's")
+    batch_size: int | None = Field(default=None, description="training batch; None: the profile's")
+    learning_rate: float | None = Field(default=None, description="AdamW rate; None: 2e-3")
+    seed: int = Field(default=0, description="initial weights, held-out games and shuffle; a new seed, a new run")
+
+
+@dg.asset(group_name=GROUP, deps=[loong_replay_dataset], kinds={"pytorch", "mlflow"})
+def loong_kickstart_net(
+    context: dg.AssetExecutionContext, config: KickstartAssetConfig, mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource, profile: ProfileResource,
+) -> dg.MaterializeResult:
+    """The expert network kickstarted by imitation of the replay dataset (policy over the candidates, value on the
+    outcome), float then fake-quantised; resumable; one MLflow run with the checkpoint and the reliability plot."""
+    from assets.celldiv_training import config_key
+    from ops import loong_kickstart as kick
+    from ops.loong_dataset import DatasetError
+
+    overrides = {k: v for k, v in {"shape": config.shape or None, "epochs": config.epochs,
+                                   "quantised_epochs": config.quantised_epochs, "batch_size": config.batch_size,
+                                   "learning_rate": config.learning_rate}.items() if v is not None}
+    cfg = validated("loong_kickstart_net", lambda: kick.with_overrides(
+        kick.KickstartConfig(**KICKSTART[profile.checked()]), seed=config.seed, **overrides))
+    validated("loong_kickstart_net", kick.check_config, cfg)
+    store = artifact_store.store()
+    data = store.latest(GROUP, "loong_replay_dataset")
+    if data is None:
+        raise dg.Failure("loong_kickstart_net: no published loong_replay_dataset; materialise it first",
+                         allow_retries=False)
+    key = config_key(cfg) + "-" + data.name  # the same config on the same data resumes its checkpoint
+    out = store.dir(GROUP, "loong_kickstart_net", key)
+    with mlflow.run(context, GROUP, profile.name, tags={"contender_class": "loong-kickstart-" + cfg.shape}) as tracker:
+        try:
+            r = kick.run(cfg, data, out, tracker, progress=lambda line: context.log.info(f"loong_kickstart_net: "
+                                                                                          f"{line}"))
+        except (DatasetError, kick.KickstartError) as e:
+            raise dg.Failure(f"loong_kickstart_net: {e}", allow_retries=False) from None
+        tracker.log_artifact(r.network)
+        tracker.log_artifact(r.reliability)
+        tracker.log_metrics({"train_samples_per_second": r.samples_per_second})
+        meta = run_metadata(tracker, mlflow)
+    store.publish(GROUP, "loong_kickstart_net", key)
+    s = r.heldout["scalars"]
+    meta.update({
+        "network_path": dg.MetadataValue.path(str(r.network)),
+        "version": dg.MetadataValue.text(r.version),
+        "shape": dg.MetadataValue.text(cfg.shape),
+        "params": dg.MetadataValue.int(r.params),
+        "top1_agreement": dg.MetadataValue.float(s["top1"]),
+        "value_ece": dg.MetadataValue.float(s["value_ece"]),
+        "top1_by_bot": dg.MetadataValue.json({k: {"top1": v, "decisions": n} for k, (v, n) in
+                                             r.heldout["by_bot"].items()}),
+        "top1_by_generator": dg.MetadataValue.json({k: {"top1": v, "decisions": n} for k, (v, n) in
+                                                   r.heldout["by_generator"].items()}),
+        "decisions_train": dg.MetadataValue.int(r.decisions_train),
+        "decisions_heldout": dg.MetadataValue.int(r.decisions_val),
+        "dropped": dg.MetadataValue.json(r.dropped),
+        "samples_per_second": dg.MetadataValue.float(r.samples_per_second),
+        "resumed_from_epoch": dg.MetadataValue.int(r.resumed_from_epoch or 0),
+        "wall_seconds": dg.MetadataValue.float(r.wall_seconds),
+        "reliability": png_markdown(r.reliability, "value head reliability"),
+        "dataset": dg.MetadataValue.path(str(data)),
+    })
+    return dg.MaterializeResult(metadata=meta)

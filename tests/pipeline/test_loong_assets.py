@@ -116,3 +116,44 @@ def test_the_replay_dataset_asset_writes_checked_shards_and_names_a_bad_config(t
     assert meta["candidate_gaps"].value == int((table["chosen"].to_numpy() < 0).sum())
     bad = materialise(loong_replay_dataset, resources, tmp_path, {"games": 0})
     assert not bad.success and failure_line(bad) == "loong_replay_dataset: games: must be at least 1, got 0"
+
+
+def test_the_kickstart_net_trains_on_the_replay_dataset_in_one_tracked_run_and_resumes(resources, tmp_path,
+                                                                                       tracked_runs, materialise,
+                                                                                       failure_line):
+    import mlflow
+
+    from assets.loong import loong_kickstart_net, loong_replay_dataset
+    from gpu.loong_expert_net import LoongExpertNet, count_params
+    from ops.loong_kickstart import load_network
+
+    resources = {**resources, "execution": ExecutionResource(backend="inprocess")}
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        result = dg.materialize([loong_replay_dataset, loong_kickstart_net], resources=resources, instance=instance)
+        again = dg.materialize([loong_kickstart_net], resources=resources, instance=instance)
+    assert result.success and again.success
+    meta = result.asset_materializations_for_node("loong_kickstart_net")[0].metadata
+    assert 0.0 <= meta["top1_agreement"].value <= 1.0 and 0.0 <= meta["value_ece"].value <= 1.0
+    assert meta["params"].value == count_params(LoongExpertNet("v1t2c16"))
+    assert meta["shape"].value == "v1t2c16" and meta["decisions_train"].value > 0 < meta["decisions_heldout"].value
+    assert set(meta["top1_by_bot"].value) >= {"all"} and meta["top1_by_bot"].value["all"]["top1"] == \
+        meta["top1_agreement"].value
+    net, doc = load_network(meta["network_path"].value)
+    assert net.mode == "fake" and doc["version"] == meta["version"].value
+    runs = {r.info.run_id: r for r in tracked_runs(resources)}  # the first materialisation's and the resumed one's
+    assert len(runs) == 2
+    run = runs[meta["mlflow_run_id"].value]
+    page = f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}?workflowType=machine_learning"
+    assert meta["mlflow_run"].value == "http://127.0.0.1:5000" + page
+    assert run.data.params["shape"] == "v1t2c16" and run.data.tags["dagster_asset_key"] == "loong_kickstart_net"
+    client = mlflow.MlflowClient(resources["mlflow"].uri())
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "val_top1")] == [0, 1]  # one an epoch
+    assert {"val_value_ece", "train_policy_loss", "heldout_top1"} <= set(run.data.metrics)
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"kickstart.pt", "reliability.png"}
+    resumed = again.asset_materializations_for_node("loong_kickstart_net")[0].metadata
+    assert resumed["resumed_from_epoch"].value == 2 and resumed["version"].value == meta["version"].value
+    bad = materialise(loong_kickstart_net, resources, tmp_path, {"shape": "v0"})
+    assert not bad.success
+    assert failure_line(bad) == ("loong_kickstart_net: shape: 'v0' is not registered (known: v1t4c32, v1t2c16, "
+                                 "v1t4c48)")
+    assert len(tracked_runs(resources)) == 2  # the two good materialisations; the bad config opened none

@@ -1,0 +1,298 @@
+"""Lightning imitation of the Loong replay dataset (issue 11 item 5): the expert network learns the imitated bots'
+choices (policy cross-entropy over the candidates) and the games' outcomes (value head), float first, then
+optionally fake-quantised (``LoongExpertNet`` mode ``fake``: the int8 network's exact outputs).
+
+Rows come as the dataset's columns (docs/loong-dataset.md): ``crop`` 16,184 and ``overview`` 3,600 bytes HWC,
+``scalars`` 32, ``features`` n x 48, ``taps`` n bytes, ``candidate_count``, ``chosen`` (-1: a candidate gap),
+``generator_match``, ``outcome``, ``game``, ``bot``. ``KickstartData`` decodes
+them (CHW planes) and drops what cannot be a target: a gap, no candidate, or a chosen candidate without a trunk tap
+(255: the core refused its features). Candidates without a tap are masked out; batches are padded to their own
+largest K with a mask. Validation holds out whole games (``holdout_split``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from gpu.celldiv_lightning import EpochShuffle, _keep_batch, holdout_split
+from gpu.loong_expert_net import LoongExpertNet, get_shape
+
+CROP, OVERVIEW, SCALARS, RECORD = 17 * 17 * 56, 15 * 15 * 16, 32, 48
+NO_TAP = 255
+VALUE_LOSSES = ("bce", "mse")
+
+
+@dataclass
+class KickstartData:
+    """Decoded decisions: planes CHW uint8, candidates ragged (flat arrays with offsets), targets per row."""
+
+    crop: np.ndarray  # [N, 56, 17, 17] uint8
+    overview: np.ndarray  # [N, 16, 15, 15] uint8
+    scalars: np.ndarray  # [N, 32] uint8
+    features: np.ndarray  # [sum n, 48] uint8
+    taps: np.ndarray  # [sum n] uint8 (255: no tap)
+    offsets: np.ndarray  # [N] int64: the row's first candidate in features / taps
+    counts: np.ndarray  # [N] int64
+    chosen: np.ndarray  # [N] int64
+    generator: np.ndarray  # [N] int64: 1 when a generator's record (harvest, escape) is the action too, else 0
+    outcome: np.ndarray  # [N] float32: +1 won, 0 draw, -1 lost
+    game: np.ndarray  # [N] int64
+    bot: np.ndarray  # [N] int64: index into bots
+    bots: list[str]
+    dropped: dict[str, int]  # why rows were left out: gap, no_candidate, no_tap
+
+    def __len__(self) -> int:
+        return len(self.chosen)
+
+
+def _fixed(column: Sequence[bytes], size: int, name: str) -> np.ndarray:
+    blob = b"".join(column)
+    if len(blob) != size * len(column):
+        raise ValueError(f"{name}: rows of {len(blob) / max(len(column), 1):.0f} bytes, want {size}")
+    return np.frombuffer(blob, np.uint8).reshape(len(column), size)
+
+
+def decode(columns: Mapping[str, Sequence]) -> KickstartData:
+    """The dataset's columns (python lists or numpy arrays, one entry a row) decoded; rows that cannot be a
+    target dropped and counted. A column missing or of the wrong length raises ValueError naming it."""
+    need = ("crop", "overview", "scalars", "features", "taps", "candidate_count", "chosen", "generator_match",
+            "outcome", "game", "bot")
+    for name in need:
+        if name not in columns:
+            raise ValueError(f"column {name!r} missing")
+    n = len(columns["chosen"])
+    for name in need:
+        if len(columns[name]) != n:
+            raise ValueError(f"column {name!r}: {len(columns[name])} rows, want {n}")
+    counts = np.asarray(columns["candidate_count"], np.int64)
+    chosen = np.asarray(columns["chosen"], np.int64)
+    for name, size in (("features", RECORD), ("taps", 1)):
+        lengths = np.fromiter((len(b) for b in columns[name]), np.int64, n)
+        bad = np.flatnonzero(lengths != counts * size)
+        if len(bad):
+            raise ValueError(f"{name}: row {bad[0]} holds {lengths[bad[0]]} bytes, want candidate_count "
+                             f"{counts[bad[0]]} x {size}")
+    taps_all = np.frombuffer(b"".join(columns["taps"]), np.uint8)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    if np.any((chosen >= counts) & (chosen >= 0)):
+        row = int(np.flatnonzero((chosen >= counts) & (chosen >= 0))[0])
+        raise ValueError(f"chosen: row {row} names candidate {chosen[row]} of {counts[row]}")
+    gap, empty = chosen < 0, counts < 1
+    target = ~gap & ~empty
+    chosen_tap = np.zeros(n, np.int64)
+    chosen_tap[target] = taps_all[starts[target] + chosen[target]]
+    no_tap = target & (chosen_tap == NO_TAP)
+    keep = np.flatnonzero(target & ~no_tap)
+    feats = np.frombuffer(b"".join(columns["features"]), np.uint8).reshape(-1, RECORD)
+    generator = np.asarray(columns["generator_match"], bool)[keep].astype(np.int64)
+    # the kept rows' candidates, contiguous
+    sel = np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in keep]) if len(keep) else \
+        np.zeros(0, np.int64)
+    kept_counts = counts[keep]
+    bots = sorted(set(np.asarray(columns["bot"], object)[keep].tolist()))
+    bot_index = {b: i for i, b in enumerate(bots)}
+    crop = _fixed([columns["crop"][i] for i in keep], CROP, "crop").reshape(-1, 17, 17, 56)
+    ov = _fixed([columns["overview"][i] for i in keep], OVERVIEW, "overview").reshape(-1, 15, 15, 16)
+    return KickstartData(
+        crop=np.ascontiguousarray(crop.transpose(0, 3, 1, 2)),
+        overview=np.ascontiguousarray(ov.transpose(0, 3, 1, 2)),
+        scalars=_fixed([columns["scalars"][i] for i in keep], SCALARS, "scalars").copy(),
+        features=feats[sel].copy(), taps=taps_all[sel].copy(),
+        offsets=np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64), counts=kept_counts,
+        chosen=chosen[keep], generator=generator,
+        outcome=np.asarray(columns["outcome"], np.float32)[keep],
+        game=np.asarray(columns["game"], np.int64)[keep],
+        bot=np.array([bot_index[b] for b in np.asarray(columns["bot"], object)[keep]], np.int64),
+        bots=bots, dropped={"gap": int(gap.sum()), "no_candidate": int((empty & ~gap).sum()),
+                            "no_tap": int(no_tap.sum())})
+
+
+class DecisionDataset(Dataset):
+    """Rows of ``KickstartData`` fetched a batch at a time, padded to the batch's largest candidate count."""
+
+    def __init__(self, data: KickstartData, rows: np.ndarray) -> None:
+        self.data, self.rows = data, np.asarray(rows, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return self.__getitems__([i])
+
+    def __getitems__(self, idx: Sequence[int]) -> dict[str, torch.Tensor]:
+        d = self.data
+        ix = self.rows[np.asarray(idx, np.int64)]
+        counts = d.counts[ix]
+        j = np.arange(int(counts.max()) if len(ix) else 0)
+        real = j[None, :] < counts[:, None]
+        pos = np.where(real, d.offsets[ix][:, None] + j[None, :], 0)
+        taps = np.where(real, d.taps[pos], NO_TAP)
+        mask = real & (taps != NO_TAP)
+        return {
+            "crop": torch.from_numpy(d.crop[ix]), "overview": torch.from_numpy(d.overview[ix]),
+            "scalars": torch.from_numpy(d.scalars[ix]),
+            "cands": torch.from_numpy(d.features[pos] * mask[..., None].astype(np.uint8)),
+            "taps": torch.from_numpy(np.where(mask, taps, 0).astype(np.int64)), "mask": torch.from_numpy(mask),
+            "chosen": torch.from_numpy(d.chosen[ix]), "outcome": torch.from_numpy(d.outcome[ix]),
+            "bot": torch.from_numpy(d.bot[ix]), "generator": torch.from_numpy(d.generator[ix]),
+        }
+
+
+class DecisionDataModule(L.LightningDataModule):
+    """Decoded decisions with whole games held out (``holdout_split`` on the game id); the shuffle is drawn from
+    (seed, epoch), so a resumed fit sees the batches an uninterrupted one would."""
+
+    def __init__(self, data: KickstartData, *, batch_size: int = 64, holdout_fraction: float = 0.2,
+                 seed: int = 0) -> None:
+        super().__init__()
+        self.data, self.batch_size, self.seed = data, batch_size, seed
+        self.train_rows, self.val_rows = holdout_split(len(data), holdout_fraction, seed, data.game)
+
+    def setup(self, stage: str | None = None) -> None:
+        self.train_set = DecisionDataset(self.data, self.train_rows)
+        self.val_set = DecisionDataset(self.data, self.val_rows)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.train_set, batch_size=self.batch_size, sampler=EpochShuffle(len(self.train_set),
+                                                                                          self.seed),
+                          collate_fn=_keep_batch)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self.val_set, batch_size=max(self.batch_size, 256), collate_fn=_keep_batch)
+
+
+# -- losses and figures ---------------------------------------------------------------------------------------------
+def policy_loss(logits: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the chosen candidate under the softmax over the real ones (padding is MASKED_LOGIT)."""
+    return F.cross_entropy(logits.float(), chosen)
+
+
+def win_probability(value: torch.Tensor, value_loss: str) -> torch.Tensor:
+    """The value head read as a probability of winning: sigmoid(v) (bce) or (tanh(v) + 1) / 2 (mse)."""
+    return torch.sigmoid(value) if value_loss == "bce" else (torch.tanh(value) + 1) / 2
+
+
+def value_loss_of(value: torch.Tensor, outcome: torch.Tensor, value_loss: str) -> torch.Tensor:
+    """bce: the value is a logit against the target (outcome + 1) / 2 (a draw is 1/2); mse: tanh(v) vs outcome."""
+    if value_loss == "bce":
+        return F.binary_cross_entropy_with_logits(value.float(), (outcome.float() + 1) / 2)
+    return F.mse_loss(torch.tanh(value.float()), outcome.float())
+
+
+def calibration(p: np.ndarray, target: np.ndarray, bins: int = 10) -> dict:
+    """Expected calibration error of win probabilities ``p`` against targets in 0..1 over equal-width bins, and
+    the reliability table (each bin's count, mean prediction, mean target)."""
+    p, target = np.asarray(p, np.float64), np.asarray(target, np.float64)
+    which = np.minimum((p * bins).astype(np.int64), bins - 1)
+    count = np.bincount(which, minlength=bins)
+    mean_p = np.bincount(which, p, bins) / np.maximum(count, 1)
+    mean_t = np.bincount(which, target, bins) / np.maximum(count, 1)
+    ece = float(np.sum(count * np.abs(mean_p - mean_t)) / max(len(p), 1))
+    return {"ece": ece, "count": count.tolist(), "mean_p": mean_p.tolist(), "mean_target": mean_t.tolist(),
+            "bins": bins}
+
+
+def agreement(pred: np.ndarray, chosen: np.ndarray, groups: np.ndarray, names: Mapping[int, str]) -> dict:
+    """Top-1 agreement overall (``all``) and per group (a bot or a generator), with the decisions counted."""
+    hit = np.asarray(pred) == np.asarray(chosen)
+    out = {"all": (float(hit.mean()) if len(hit) else float("nan"), len(hit))}
+    for g in sorted(set(np.asarray(groups).tolist())):
+        sel = np.asarray(groups) == g
+        out[names.get(g, str(g))] = (float(hit[sel].mean()), int(sel.sum()))
+    return out
+
+
+class KickstartModule(L.LightningModule):
+    """Policy cross-entropy over the candidates + ``value_weight`` x the value loss; AdamW. Epochs below
+    ``float_epochs`` train the float network, later ones fake-quantised (the mode is set at each epoch start
+    from ``current_epoch``, so a resumed fit continues in the right mode)."""
+
+    def __init__(self, shape: str = "v1t2c16", learning_rate: float = 1e-3, weight_decay: float = 1e-4,
+                 value_weight: float = 0.5, value_loss: str = "bce", float_epochs: int = 2,
+                 bots: Sequence[str] = (), generators: Mapping[int, str] | None = None, seed: int = 0) -> None:
+        super().__init__()
+        if value_loss not in VALUE_LOSSES:
+            raise ValueError(f"value_loss: {value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
+        self.save_hyperparameters()
+        get_shape(shape)
+        torch.manual_seed(seed)
+        self.net = LoongExpertNet(shape, mode="float")
+        self.bot_names = dict(enumerate(bots))
+        self.generator_names = dict(generators or {})
+        self._val: list[dict[str, np.ndarray]] = []
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.net(batch["crop"], batch["overview"], batch["scalars"], batch["cands"], batch["taps"],
+                        batch["mask"])
+
+    def _losses(self, batch):
+        value, logits = self(batch)
+        pl = policy_loss(logits, batch["chosen"])
+        vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss)
+        return value, logits, pl, vl
+
+    def on_train_epoch_start(self) -> None:
+        self.net.mode = "float" if self.current_epoch < self.hparams.float_epochs else "fake"
+
+    def training_step(self, batch, batch_idx):
+        _, logits, pl, vl = self._losses(batch)
+        loss = pl + self.hparams.value_weight * vl
+        top1 = (logits.argmax(1) == batch["chosen"]).float().mean()
+        self.log_dict({"train/loss": loss, "train/policy_loss": pl, "train/value_loss": vl, "train/top1": top1},
+                      on_step=False, on_epoch=True, batch_size=len(batch["chosen"]))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        value, logits, pl, vl = self._losses(batch)
+        n = len(batch["chosen"])
+        self._val.append({
+            "pred": logits.argmax(1).cpu().numpy(), "chosen": batch["chosen"].cpu().numpy(),
+            "bot": batch["bot"].cpu().numpy(), "generator": batch["generator"].cpu().numpy(),
+            "p": win_probability(value, self.hparams.value_loss).detach().float().cpu().numpy(),
+            "target": ((batch["outcome"].float() + 1) / 2).cpu().numpy(),
+            "pl": np.full(n, float(pl)), "vl": np.full(n, float(vl)),
+        })
+
+    def on_validation_epoch_end(self) -> None:
+        if not self._val:
+            return
+        figures = self.figures(self._val)
+        self._val = []
+        self.log_dict({f"val/{k}": v for k, v in figures["scalars"].items()}, on_step=False, on_epoch=True)
+
+    def figures(self, parts: Sequence[dict[str, np.ndarray]]) -> dict:
+        """Held-out figures of collected validation outputs: losses, top-1 per bot and per generator group (whether
+        a harvest or escape record is the action too), calibration."""
+        cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        by_bot = agreement(cat["pred"], cat["chosen"], cat["bot"], self.bot_names)
+        by_gen = agreement(cat["pred"], cat["chosen"], cat["generator"], self.generator_names)
+        cal = calibration(cat["p"], cat["target"])
+        scalars = {"policy_loss": float(cat["pl"].mean()), "value_loss": float(cat["vl"].mean()),
+                   "top1": by_bot["all"][0], "value_ece": cal["ece"]}
+        scalars.update({f"top1_{k}": v for k, (v, _) in by_bot.items() if k != "all"})
+        scalars.update({f"top1_gen_{k}": v for k, (v, _) in by_gen.items() if k != "all"})
+        return {"scalars": scalars, "by_bot": by_bot, "by_generator": by_gen, "calibration": cal}
+
+    @torch.no_grad()
+    def evaluate(self, loader: DataLoader) -> dict:
+        """``figures`` over every batch of ``loader`` in the network's current mode (eval, no gradients)."""
+        was = self.training
+        self.eval()
+        self._val = []
+        for batch in loader:
+            self.validation_step(batch, 0)
+        parts, self._val = self._val, []
+        self.train(was)
+        return self.figures(parts) if parts else {"scalars": {}, "by_bot": {}, "by_generator": {},
+                                                  "calibration": calibration(np.zeros(0), np.zeros(0))}
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.net.parameters(), lr=self.hparams.learning_rate,
+                                 weight_decay=self.hparams.weight_decay)

@@ -1,0 +1,260 @@
+"""Kickstart the Loong expert network by imitation of the replay dataset (issue 11 item 5; docs/loong-kickstart.md).
+
+    result = run(KickstartConfig(shape="v1t2c16", epochs=2, quantised_epochs=1), dataset_dir, out_dir, tracker)
+
+Lightning fits ``epochs`` float epochs then ``quantised_epochs`` fake-quantised ones (``gpu/loong_kickstart.py``);
+Lightning's full checkpoint (weights, optimizer, epoch) is written atomically to ``out_dir/checkpoint.pt`` after
+every epoch and resumed when present, so an interrupted run ends with the weights an uninterrupted one would. The
+result: ``out_dir/kickstart.pt`` (the network, its shape, mode and held-out figures) and ``out_dir/reliability.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+
+from gpu.loong_expert_net import SHAPES, LoongExpertNet, count_params
+from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartModule, decode
+from ops.celldiv_distill import AtomicLastCheckpoint
+from ops.celldiv_teacher import CheckpointError, load_checkpoint, model_version, read_torch_file, save_checkpoint
+from ops.loong_dataset import DatasetError, load_dataset
+from ops.tracking import NullTracker, Tracker
+
+Progress = Callable[[str], None]
+CHECKPOINT = "checkpoint.pt"  # Lightning's own checkpoint, rewritten every epoch
+NETWORK = "kickstart.pt"
+RELIABILITY = "reliability.png"
+KIND = "loong_kickstart"
+COLUMNS = ("game", "bot", "crop", "overview", "scalars", "features", "taps", "candidate_count", "chosen",
+           "generator_match", "outcome")
+# the per-generator figure groups decisions by the dataset's generator_match: the action is a primitive that no
+# generator proposed, or a harvest or escape record is the same action (chosen is the first match: a primitive)
+GENERATORS = {0: "primitive_only", 1: "generator"}
+
+
+@dataclass(frozen=True)
+class KickstartConfig:
+    shape: str = "v1t2c16"  # a registered network shape (gpu/loong_expert_net.SHAPES)
+    epochs: int = 2  # float epochs
+    quantised_epochs: int = 1  # fake-quantised epochs after them (0: float only)
+    batch_size: int = 64
+    learning_rate: float = 2e-3  # AdamW
+    weight_decay: float = 1e-4
+    value_weight: float = 0.5  # loss = policy cross-entropy + value_weight * value loss
+    value_loss: str = "bce"  # bce: the value is a win logit (a draw's target 1/2); mse: tanh(value) vs outcome
+    holdout: float = 0.2  # fraction of games held out for validation (whole games)
+    seed: int = 0  # initial weights, split and shuffle
+    threads: int = 1  # torch CPU threads (2 on this loaded 2-core machine ran 30x slower: spinning threads)
+    accelerator: str = "cpu"  # Lightning accelerator: cpu, gpu or auto
+
+
+class KickstartError(ValueError):
+    """A bad config or input; one line naming the field or file."""
+
+
+@dataclass
+class KickstartResult:
+    network: Path  # out_dir/kickstart.pt
+    reliability: Path  # the value head's reliability plot
+    version: str  # <shape>-<epochs>-<weights hash>
+    params: int
+    decisions_train: int
+    decisions_val: int
+    dropped: dict[str, int]
+    heldout: dict  # scalars (top1, top1_<bot>, top1_gen_<generator>, value_ece, losses), by_bot, calibration
+    history: list[dict]  # each epoch's logged metrics
+    samples_per_second: float  # training decisions a second (every epoch, validation excluded)
+    resumed_from_epoch: int | None
+    wall_seconds: float
+
+
+def check_config(cfg: KickstartConfig) -> None:
+    """A bad setting raises KickstartError naming the field."""
+    if cfg.shape not in SHAPES:
+        raise KickstartError(f"shape: {cfg.shape!r} is not registered (known: {', '.join(SHAPES)})")
+    for name in ("epochs", "quantised_epochs"):
+        if getattr(cfg, name) < 0:
+            raise KickstartError(f"{name}: must be at least 0, got {getattr(cfg, name)}")
+    if cfg.epochs + cfg.quantised_epochs < 1:
+        raise KickstartError("epochs: epochs + quantised_epochs must be at least 1")
+    for name in ("batch_size", "threads"):
+        if getattr(cfg, name) < 1:
+            raise KickstartError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
+    for name in ("learning_rate", "value_weight", "weight_decay"):
+        if not getattr(cfg, name) >= 0 or (name == "learning_rate" and cfg.learning_rate == 0):
+            raise KickstartError(f"{name}: must be positive, got {getattr(cfg, name)}")
+    if not 0 <= cfg.holdout < 1:
+        raise KickstartError(f"holdout: a fraction in [0, 1), got {cfg.holdout}")
+    if cfg.value_loss not in VALUE_LOSSES:
+        raise KickstartError(f"value_loss: {cfg.value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
+    if cfg.accelerator not in ("cpu", "gpu", "auto"):
+        raise KickstartError(f"accelerator: {cfg.accelerator!r}, want cpu, gpu or auto")
+
+
+def with_overrides(cfg: KickstartConfig, **overrides) -> KickstartConfig:
+    """``cfg`` with the given fields replaced; an unknown field is a KickstartError naming it."""
+    known = {f.name for f in fields(cfg)}
+    for k in overrides:
+        if k not in known:
+            raise KickstartError(f"{k}: not a kickstart config field (known: {', '.join(sorted(known))})")
+    return KickstartConfig(**{**asdict(cfg), **overrides})
+
+
+class _Epochs(L.Callback):
+    """Each epoch's metrics to the tracker, the history and the progress line; the training time measured."""
+
+    def __init__(self, tracker: Tracker, progress: Progress | None, history: list[dict]) -> None:
+        self.tracker, self.progress, self.history = tracker, progress, history
+        self.train_seconds, self.samples, self._t0, self._epoch, self._epoch_samples = 0.0, 0, 0.0, 0.0, 0
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._t0, self._epoch, self._epoch_samples = time.perf_counter(), 0.0, 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._epoch_samples += len(batch["chosen"])
+
+    def _stop_clock(self) -> None:
+        if self._t0:
+            self._epoch += time.perf_counter() - self._t0
+            self._t0 = 0.0
+
+    def on_validation_epoch_start(self, trainer, pl_module) -> None:
+        self._stop_clock()  # validation runs inside the training epoch: not counted as training time
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._stop_clock()
+        self.train_seconds += self._epoch
+        self.samples += self._epoch_samples
+        m = {k.replace("/", "_"): float(v) for k, v in trainer.callback_metrics.items()}
+        m["train_seconds"] = self._epoch
+        m["samples_per_second"] = self._epoch_samples / self._epoch if self._epoch else 0.0
+        m["quantised"] = float(pl_module.net.mode == "fake")
+        self.history.append({"epoch": trainer.current_epoch, **m})
+        self.tracker.log_metrics(m, step=trainer.current_epoch)
+        if self.progress:
+            self.progress(f"epoch {trainer.current_epoch} ({pl_module.net.mode}): "
+                          + " ".join(f"{k}={v:.4g}" for k, v in sorted(m.items()) if "gen_" not in k))
+
+
+def _resume_epoch(path: Path) -> int | None:
+    if not path.exists():
+        return None
+    try:
+        doc = read_torch_file(path)
+    except CheckpointError:
+        raise KickstartError(f"{path}: cannot read the checkpoint (corrupted or truncated); remove it to start "
+                             "afresh") from None
+    if not isinstance(doc, dict):
+        raise KickstartError(f"{path}: not a Lightning training checkpoint")
+    for key in ("state_dict", "optimizer_states", "epoch", "loops"):
+        if key not in doc:
+            raise KickstartError(f"{path}: field {key!r} missing; not a Lightning training checkpoint")
+    return int(doc["epoch"]) + 1
+
+
+def reliability_png(cal: dict, path: Path, title: str) -> Path:
+    """The value head's reliability diagram: each bin's mean predicted win probability against the outcome."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bins = cal["bins"]
+    centres = (np.arange(bins) + 0.5) / bins
+    count = np.asarray(cal["count"])
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(5, 6), height_ratios=(3, 1), sharex=True)
+    ax.plot([0, 1], [0, 1], "--", color="grey", label="calibrated")
+    used = count > 0
+    ax.plot(np.asarray(cal["mean_p"])[used], np.asarray(cal["mean_target"])[used], "o-", label="value head")
+    ax.set_ylabel("outcome (win 1, draw 1/2, loss 0)")
+    ax.set_title(f"{title}\nECE {cal['ece']:.3f}")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    ax2.bar(centres, count, width=1 / bins * 0.9)
+    ax2.set_xlabel("predicted win probability")
+    ax2.set_ylabel("decisions")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def load_network(path: str | Path) -> tuple[LoongExpertNet, dict]:
+    """The kickstarted network (eval, in the mode it finished in) and its checkpoint fields."""
+    try:
+        doc = load_checkpoint(Path(path), kinds=(KIND,), keys=("shape", "model", "mode", "version"))
+        net = LoongExpertNet(doc["shape"], mode=doc["mode"])
+        net.load_state_dict(doc["model"])
+    except CheckpointError as e:
+        raise KickstartError(str(e)) from None
+    except RuntimeError as e:
+        raise KickstartError(f"{path}: field 'model' does not fit shape {doc['shape']!r} ({e})") from None
+    return net.eval(), doc
+
+
+def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, tracker: Tracker | None = None,
+        progress: Progress | None = None) -> KickstartResult:
+    """Train on the dataset at ``dataset_path`` (a folder of shards or one file) into ``out_dir``, resuming
+    ``out_dir/checkpoint.pt``. A bad config raises KickstartError naming the field, a bad file DatasetError."""
+    t0 = time.perf_counter()
+    check_config(config)
+    tracker = tracker or NullTracker()
+    out_dir = Path(out_dir)
+    if not Path(dataset_path).exists():
+        raise DatasetError(f"{dataset_path}: no such dataset file or folder")
+    table = load_dataset(Path(dataset_path), columns=COLUMNS)
+    try:
+        binary = ("bot", "crop", "overview", "scalars", "features", "taps")
+        data = decode({c: table[c].to_pylist() if c in binary else table[c].to_numpy() for c in COLUMNS})
+    except ValueError as e:
+        raise DatasetError(f"{dataset_path}: {e}") from None
+    if len(data) < 2:
+        raise DatasetError(f"{dataset_path}: {len(data)} usable decisions (dropped {data.dropped}); need 2 or more")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(config.threads)
+    dm = DecisionDataModule(data, batch_size=config.batch_size, holdout_fraction=config.holdout, seed=config.seed)
+    L.seed_everything(config.seed, verbose=False)
+    module = KickstartModule(config.shape, config.learning_rate, config.weight_decay, config.value_weight,
+                             config.value_loss, config.epochs, data.bots, GENERATORS, config.seed)
+    params = count_params(module.net)
+    last = out_dir / CHECKPOINT
+    resume = _resume_epoch(last)
+    if resume is not None and progress:
+        progress(f"resuming {last} after epoch {resume - 1}")
+    tracker.log_params({**asdict(config), "params": params, "dataset": str(dataset_path), "decisions": len(data),
+                        "decisions_train": len(dm.train_rows), "decisions_val": len(dm.val_rows),
+                        "games": len(set(data.game.tolist())), "bots": ",".join(data.bots),
+                        **{f"dropped_{k}": v for k, v in data.dropped.items()}})
+    history: list[dict] = []
+    epochs_cb = _Epochs(tracker, progress, history)
+    from gpu.celldiv_lightning import make_trainer
+
+    trainer = make_trainer(max_epochs=config.epochs + config.quantised_epochs, validate=len(dm.val_rows) > 0,
+                           callbacks=[epochs_cb, AtomicLastCheckpoint(last)], accelerator=config.accelerator)
+    module.train()
+    trainer.fit(module, datamodule=dm, ckpt_path=last if resume is not None else None, weights_only=True)
+    module.net.mode = "float" if config.quantised_epochs == 0 else "fake"
+    module.net.to("cpu")
+    dm.setup()
+    heldout = module.evaluate(dm.val_dataloader()) if len(dm.val_rows) else module.evaluate(dm.train_dataloader())
+    version = model_version(module.net, config.shape, config.epochs + config.quantised_epochs)
+    png = reliability_png(heldout["calibration"], out_dir / RELIABILITY,
+                          f"value head, {len(dm.val_rows)} held-out decisions ({module.net.mode})")
+    net_path = save_checkpoint(out_dir / NETWORK, {
+        "kind": KIND, "shape": config.shape, "mode": module.net.mode, "model": module.net.state_dict(),
+        "version": version, "config": asdict(config), "heldout": json.loads(json.dumps(heldout)),
+        "bots": data.bots})
+    tracker.log_metrics({f"heldout_{k}": v for k, v in heldout["scalars"].items()})
+    seconds = epochs_cb.train_seconds
+    return KickstartResult(
+        network=net_path, reliability=png, version=version, params=params, decisions_train=len(dm.train_rows),
+        decisions_val=len(dm.val_rows), dropped=data.dropped, heldout=heldout, history=history,
+        samples_per_second=epochs_cb.samples / seconds if seconds else 0.0, resumed_from_epoch=resume,
+        wall_seconds=time.perf_counter() - t0)
