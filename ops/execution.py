@@ -186,6 +186,8 @@ class PoolExecutor:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self.workers not in _POOLS:
+            if not _POOLS:
+                _close_at_exit()
             _POOLS[self.workers] = ProcessPoolExecutor(
                 self.workers, mp_context=multiprocessing.get_context(POOL_CONTEXT), initializer=_ignore_sigint)
         return _POOLS[self.workers]
@@ -250,6 +252,25 @@ def close_pools() -> None:
     """Stop this process's kept pools (benchmarks timing a cold start, tests)."""
     for workers in list(_POOLS):
         _stop(_POOLS.pop(workers))
+
+
+def _shut_pools() -> None:
+    for workers in list(_POOLS):
+        _POOLS.pop(workers).shutdown(wait=True)  # idle workers: they leave at once
+
+
+_FINALIZER: list = []
+
+
+def _close_at_exit() -> None:
+    """Shut the kept pools down when this process exits, before it waits for its children. A process that is
+    itself a multiprocessing child (a Dagster step) joins its children at exit before the interpreter's atexit
+    handlers run, and the pool's idle workers wait for a shutdown only those handlers would send: without this
+    finalizer that exit never ends."""
+    from multiprocessing import util
+
+    if not _FINALIZER:
+        _FINALIZER.append(util.Finalize(None, _shut_pools, exitpriority=100))
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

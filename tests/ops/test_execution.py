@@ -94,6 +94,11 @@ def sliced_tally(a: str, b: str, part: tuple[int, int] = (0, 1), *, seed: int) -
 
 
 DATASET = loong_dataset.DatasetConfig(games=2, rounds=20, shard_games=1, bands=(20,), seed=3)
+def pool_in_a_child(out: str) -> None:
+    """A multiprocessing child (as a Dagster step is) that runs items on a kept pool, then returns."""
+    Path(out).write_text(str(gather(PoolExecutor(2), [WorkItem("one", square_after, (0.0,), seed=3)])))
+
+
 LOADS: list[str] = []
 
 
@@ -186,6 +191,20 @@ def test_a_pairing_split_into_parts_is_the_whole_pairing_and_a_failed_part_fails
     assert all("part 1 broke" in e for _, _, e in split.failures)
     with pytest.raises(ValueError, match="parts: must be at least 1, got 0"):
         league_pairings(InProcessExecutor(), sliced_tally, parts=0)
+
+
+def test_a_child_process_that_kept_a_pool_exits(tmp_path):
+    """The kept pool's idle workers are shut down when the process exits, before a multiprocessing child joins
+    its own children (that join would otherwise wait for ever: a Dagster step that never ends)."""
+    import multiprocessing
+
+    child = multiprocessing.get_context("spawn").Process(target=pool_in_a_child, args=(str(tmp_path / "out"),))
+    child.start()
+    child.join(timeout=60)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0 and (tmp_path / "out").read_text() == "[9]"
 
 
 def test_bad_backend_and_worker_counts_are_refused():
