@@ -3,8 +3,9 @@ local process pool of 1 and 2 workers and on a local Ray of 2 CPUs, and the per-
 
     .venv/bin/python benchmarks/execution.py [--games 300] [--selfplay 32] [--repeats 3] [--skip-ray]
 
-Prints medians over repeats. Pool figures include starting the pool (a spawned process imports the
-project); Ray's exclude starting Ray (done once, timed separately).
+Prints medians over repeats. The pool is kept between runs (ops/execution.py), so only the first repeat of each
+pool size pays its start (spawned processes import the project); Ray's figures exclude starting Ray (done once,
+timed separately) and run on actors unless marked tasks.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def main() -> None:
     for workers in (1, 2):
         rate = league_rate(PoolExecutor(workers), args.games, args.repeats)
         print(f"pool x{workers}      {rate:8.1f} games/s  {rate / base:.2f}x")
-    print(f"pool x2 per-item overhead (empty items, pool start included): "
+    print(f"pool x2 per-item overhead (empty items, a warm pool): "
           f"{overhead_ms(PoolExecutor(2), 200, args.repeats):.2f} ms")
     if args.selfplay:
         import torch
