@@ -29,34 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: be
 
 from benchmarks.metered import Metered  # noqa: E402
 from bot.core_candidates import NO_CELL, SURVIVAL_UNITS, NativeCandidates, build_candidates_wasm, candidates_library
-from games.loong.bots import _Seat, ask_bot
-from games.loong.engine import Game
-from games.loong.foil import registry
-from games.loong.mapgen import generate_map
-from games.loong.observation import encode, observe
+from ops.loong_dataset import play_recorded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def record(size: int, symmetry: str, rounds: int, seed: int) -> dict[int, list[bytes]]:
-    m = generate_map(size, size, symmetry, seed=seed)
-    reg = registry()
-    factories = (reg["foil"], reg["random"])
-    game = Game(m, seed, rounds)
-    seats = {i: _Seat(factories[d.team], i, d.team, seed) for i, d in sorted(game.dragons.items())}
-    obs_of: dict[int, list[bytes]] = {}
-    while not game.over:
-        game.begin_round()
-        while (i := game.next_actor()) is not None:
-            obs = observe(game, i)
-            obs_of.setdefault(i, []).append(encode(obs))
-            action, sonar = ask_bot(seats[i], obs, game)
-            team = game.dragons[i].team
-            born = game.turn(i, action, sonar).born
-            if born is not None:
-                seats[born] = _Seat(factories[team], born, team, seed)
-        game.end_round()
-    return obs_of
+    """Every dragon's observation bytes of one foil-against-random game (the dataset's recorder)."""
+    turns, _, _ = play_recorded(size, symmetry, "foil", "random", seed, rounds)
+    return {i: [obs for _, obs, _, _ in t] for i, t in turns.items()}
 
 
 def pct(v: list[int], q: float) -> int:
