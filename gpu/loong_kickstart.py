@@ -52,34 +52,94 @@ class KickstartData:
         return len(self.chosen)
 
 
-def _fixed(column: Sequence[bytes], size: int, name: str) -> np.ndarray:
-    blob = b"".join(column)
-    if len(blob) != size * len(column):
-        raise ValueError(f"{name}: rows of {len(blob) / max(len(column), 1):.0f} bytes, want {size}")
-    return np.frombuffer(blob, np.uint8).reshape(len(column), size)
+@dataclass(frozen=True)
+class Ragged:
+    """A binary column without Python objects: every row's bytes end to end (``values``) and where each row
+    starts (``offsets``, [n + 1]). ``Ragged.of`` takes a list of bytes, a pyarrow (chunked) binary array or a
+    Ragged."""
+
+    values: np.ndarray  # uint8 [total]
+    offsets: np.ndarray  # int64 [n + 1]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @staticmethod
+    def of(column) -> Ragged:
+        if isinstance(column, Ragged):
+            return column
+        chunks = getattr(column, "chunks", None)
+        if chunks is None and hasattr(column, "buffers"):
+            chunks = [column]
+        if chunks is not None:  # pyarrow: the chunks' data buffers, one copy
+            values, offsets, base = [], [np.zeros(1, np.int64)], 0
+            for ch in chunks:
+                bufs = ch.buffers()
+                width = ch.type.byte_width if len(bufs) == 2 else None
+                if ch.null_count:
+                    raise ValueError(f"a binary column holds {ch.null_count} nulls")
+                if width is not None:  # fixed-size binary: no offsets buffer
+                    off = np.arange(ch.offset, ch.offset + len(ch) + 1, dtype=np.int64) * width
+                    data = bufs[1]
+                else:
+                    wide = np.int64 if str(ch.type) == "large_binary" else np.int32
+                    off = np.frombuffer(bufs[1], wide)[ch.offset:ch.offset + len(ch) + 1].astype(np.int64)
+                    data = bufs[2]
+                values.append(np.frombuffer(data, np.uint8)[off[0]:off[-1]] if data is not None and len(ch)
+                              else np.zeros(0, np.uint8))
+                offsets.append(off[1:] - off[0] + base)
+                base += int(off[-1] - off[0])
+            return Ragged(np.concatenate(values) if values else np.zeros(0, np.uint8), np.concatenate(offsets))
+        rows = [bytes(b) for b in column]
+        lengths = np.fromiter((len(b) for b in rows), np.int64, len(rows))
+        return Ragged(np.frombuffer(b"".join(rows), np.uint8).copy(),
+                      np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+
+
+def _fixed(column: Ragged, size: int, name: str) -> np.ndarray:
+    """A fixed-size binary column as [n, size] (a view)."""
+    bad = np.flatnonzero(column.lengths() != size)
+    if len(bad):
+        raise ValueError(f"{name}: row {bad[0]} holds {column.lengths()[bad[0]]} bytes, want {size}")
+    return column.values.reshape(len(column), size)
+
+
+def _planes(column: Ragged, keep: np.ndarray, side: int, channels: int, name: str, chunk: int = 4096) -> np.ndarray:
+    """Rows ``keep`` of an HWC plane column as CHW [len(keep), channels, side, side], written chunk by chunk (no
+    whole intermediate copy)."""
+    hwc = _fixed(column, side * side * channels, name).reshape(-1, side, side, channels)
+    out = np.empty((len(keep), channels, side, side), np.uint8)
+    for i in range(0, len(keep), chunk):
+        out[i:i + chunk] = hwc[keep[i:i + chunk]].transpose(0, 3, 1, 2)
+    return out
 
 
 def decode(columns: Mapping[str, Sequence]) -> KickstartData:
-    """The dataset's columns (python lists or numpy arrays, one entry a row) decoded; rows that cannot be a
-    target dropped and counted. A column missing or of the wrong length raises ValueError naming it."""
+    """The dataset's columns decoded (binary columns as lists of bytes, pyarrow arrays or ``Ragged``; the others
+    python lists or numpy arrays, one entry a row); rows that cannot be a target dropped and counted. A column
+    missing or of the wrong length raises ValueError naming it."""
     need = ("crop", "overview", "scalars", "features", "taps", "candidate_count", "chosen", "generator_match",
             "outcome", "game", "bot")
     for name in need:
         if name not in columns:
             raise ValueError(f"column {name!r} missing")
+    binary = {name: Ragged.of(columns[name]) for name in ("crop", "overview", "scalars", "features", "taps")}
     n = len(columns["chosen"])
     for name in need:
-        if len(columns[name]) != n:
-            raise ValueError(f"column {name!r}: {len(columns[name])} rows, want {n}")
+        if len(binary.get(name, columns[name])) != n:
+            raise ValueError(f"column {name!r}: {len(binary.get(name, columns[name]))} rows, want {n}")
     counts = np.asarray(columns["candidate_count"], np.int64)
     chosen = np.asarray(columns["chosen"], np.int64)
     for name, size in (("features", RECORD), ("taps", 1)):
-        lengths = np.fromiter((len(b) for b in columns[name]), np.int64, n)
+        lengths = binary[name].lengths()
         bad = np.flatnonzero(lengths != counts * size)
         if len(bad):
             raise ValueError(f"{name}: row {bad[0]} holds {lengths[bad[0]]} bytes, want candidate_count "
                              f"{counts[bad[0]]} x {size}")
-    taps_all = np.frombuffer(b"".join(columns["taps"]), np.uint8)
+    taps_all = binary["taps"].values
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     if np.any((chosen >= counts) & (chosen >= 0)):
         row = int(np.flatnonzero((chosen >= counts) & (chosen >= 0))[0])
@@ -90,26 +150,25 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     chosen_tap[target] = taps_all[starts[target] + chosen[target]]
     no_tap = target & (chosen_tap == NO_TAP)
     keep = np.flatnonzero(target & ~no_tap)
-    feats = np.frombuffer(b"".join(columns["features"]), np.uint8).reshape(-1, RECORD)
+    feats = binary["features"].values.reshape(-1, RECORD)
     generator = np.asarray(columns["generator_match"], bool)[keep].astype(np.int64)
     # the kept rows' candidates, contiguous
-    sel = np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in keep]) if len(keep) else \
-        np.zeros(0, np.int64)
     kept_counts = counts[keep]
-    bots = sorted(set(np.asarray(columns["bot"], object)[keep].tolist()))
+    sel = np.repeat(starts[keep] - np.concatenate([[0], np.cumsum(kept_counts)[:-1]]), kept_counts) + \
+        np.arange(int(kept_counts.sum()), dtype=np.int64) if len(keep) else np.zeros(0, np.int64)
+    bot_col = np.asarray(columns["bot"], object)
+    bots = sorted(set(bot_col[keep].tolist()))
     bot_index = {b: i for i, b in enumerate(bots)}
-    crop = _fixed([columns["crop"][i] for i in keep], CROP, "crop").reshape(-1, 17, 17, 56)
-    ov = _fixed([columns["overview"][i] for i in keep], OVERVIEW, "overview").reshape(-1, 15, 15, 16)
     return KickstartData(
-        crop=np.ascontiguousarray(crop.transpose(0, 3, 1, 2)),
-        overview=np.ascontiguousarray(ov.transpose(0, 3, 1, 2)),
-        scalars=_fixed([columns["scalars"][i] for i in keep], SCALARS, "scalars").copy(),
-        features=feats[sel].copy(), taps=taps_all[sel].copy(),
+        crop=_planes(binary["crop"], keep, 17, 56, "crop"),
+        overview=_planes(binary["overview"], keep, 15, 16, "overview"),
+        scalars=_fixed(binary["scalars"], SCALARS, "scalars")[keep],
+        features=feats[sel], taps=taps_all[sel],
         offsets=np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64), counts=kept_counts,
         chosen=chosen[keep], generator=generator,
         outcome=np.asarray(columns["outcome"], np.float32)[keep],
         game=np.asarray(columns["game"], np.int64)[keep],
-        bot=np.array([bot_index[b] for b in np.asarray(columns["bot"], object)[keep]], np.int64),
+        bot=np.array([bot_index[b] for b in bot_col[keep]], np.int64),
         bots=bots, dropped={"gap": int(gap.sum()), "no_candidate": int((empty & ~gap).sum()),
                             "no_tap": int(no_tap.sum())})
 

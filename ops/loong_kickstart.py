@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from gpu.loong_expert_net import SHAPES, LoongExpertNet, count_params
-from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartModule, decode
+from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartModule, Ragged, decode
 from ops.celldiv_distill import AtomicLastCheckpoint
 from ops.celldiv_teacher import CheckpointError, load_checkpoint, model_version, read_torch_file, save_checkpoint
 from ops.loong_dataset import DatasetError, load_dataset
@@ -32,6 +32,7 @@ CHECKPOINT = "checkpoint.pt"  # Lightning's own checkpoint, rewritten every epoc
 NETWORK = "kickstart.pt"
 RELIABILITY = "reliability.png"
 KIND = "loong_kickstart"
+RAGGED = ("crop", "overview", "scalars", "features", "taps")  # binary columns, read as Ragged
 COLUMNS = ("game", "bot", "crop", "overview", "scalars", "features", "taps", "candidate_count", "chosen",
            "generator_match", "outcome")
 # the per-generator figure groups decisions by the dataset's generator_match: the action is a primitive that no
@@ -211,8 +212,14 @@ def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, 
         raise DatasetError(f"{dataset_path}: no such dataset file or folder")
     table = load_dataset(Path(dataset_path), columns=COLUMNS)
     try:
-        binary = ("bot", "crop", "overview", "scalars", "features", "taps")
-        data = decode({c: table[c].to_pylist() if c in binary else table[c].to_numpy() for c in COLUMNS})
+        columns = {}
+        for c in COLUMNS:  # one column at a time, each dropped from the table once converted (memory)
+            columns[c] = (Ragged.of(table[c]) if c in RAGGED else table[c].to_pylist() if c == "bot"
+                          else table[c].to_numpy())
+            table = table.drop_columns([c])
+        del table
+        data = decode(columns)
+        del columns
     except ValueError as e:
         raise DatasetError(f"{dataset_path}: {e}") from None
     if len(data) < 2:
