@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def record(size: int, symmetry: str, rounds: int, seed: int) -> dict[int, list[bytes]]:
     """Every dragon's observation bytes of one foil-against-random game (the dataset's recorder)."""
     turns, _, _ = play_recorded(size, symmetry, "foil", "random", seed, rounds)
-    return {i: [obs for _, obs, _, _ in t] for i, t in turns.items()}
+    return {i: [turn.obs for turn in t] for i, t in turns.items()}
 
 
 def pct(v: list[int], q: float) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +35,7 @@ from games.loong.observation import encode, observe
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
 
 SCHEMA_NAME = b"loong_replay_dataset"
-SCHEMA_VERSION = b"1"
+SCHEMA_VERSION = b"2"  # 2: candidates listed on the whole belief (teammates' reports too), bot/core/inputs.h
 BANDS = (20, 28, 36, 44, 52, 60)  # the first size of each band (20-27 .. 60-64), as the strength bars use
 SYMMETRIES = ("lr", "tb", "rot")
 PAIRINGS = (("foil", "foil"), ("expert-h", "foil"), ("foil", "random"))
@@ -100,9 +101,19 @@ def _factory(name: str):
     return registry()[name]
 
 
+class RecordedTurn(NamedTuple):
+    """One dragon's turn of a recorded game."""
+
+    round: int
+    obs: bytes  # the observation's bytes
+    action: object  # games.loong.actions
+    after: tuple[int, int] | None  # the head cell and heading after the turn; None when the dragon died
+    sonar: tuple | None  # the frames it sent (north, east, south, west; None: not sent)
+
+
 def play_recorded(size: int, symmetry: str, a: str, b: str, seed: int, rounds: int):
-    """One game of the reference engine; every dragon's (round, observation bytes, action, head and heading
-    after its turn or None) in turn order, its team, and the winner (0, 1, None)."""
+    """One game of the reference engine: every dragon's turns (``RecordedTurn``) in turn order, its team, and the
+    winner (0, 1, None)."""
     m = generate_map(size, size, symmetry, seed=seed)
     factories = (_factory(a), _factory(b))
     game = Game(m, seed, rounds)
@@ -117,7 +128,7 @@ def play_recorded(size: int, symmetry: str, a: str, b: str, seed: int, rounds: i
             born = game.turn(i, action, sonar).born
             d = game.dragons[i]
             after = (d.body[0], d.heading) if d.alive else None
-            turns.setdefault(i, []).append((game.round, encode(obs), action, after))
+            turns.setdefault(i, []).append(RecordedTurn(game.round, encode(obs), action, after, sonar))
             if born is not None:
                 seats[born] = _Seat(factories[team], born, team, seed)
         game.end_round()
@@ -156,21 +167,21 @@ def match(records: np.ndarray, action, after: tuple[int, int] | None) -> tuple[i
     return (int(idx[0]) if len(idx) else -1), bool(np.any(hit & (records["generator"] != GEN_PRIMITIVE)))
 
 
-def _libraries():
-    from bot.core_candidates import candidates_library
-    from bot.core_planes import planes_library
+def _library():
+    from bot.core_inputs import inputs_library
 
-    return cached("loong-dataset-libs", lambda: (planes_library(), candidates_library()))
+    return cached("loong-dataset-inputs", inputs_library)
 
 
 def encode_shard(cfg: DatasetConfig, first: int, count: int, *, seed: int) -> bytes:
     """Games first .. first + count - 1 played and encoded: a Parquet file's bytes (``SCHEMA``). ``seed`` is the
-    shard's (each game's own comes from ``game_spec``)."""
-    from bot.core_candidates import REQ_ALL, NativeCandidates, parse_records
-    from bot.core_planes import NativePlanes
+    shard's (each game's own comes from ``game_spec``). Each decision's inputs come from the core's one turn
+    function (bot/core/inputs.h), the bytes expert-0 reads in the judge."""
+    from bot.core_candidates import parse_records
+    from bot.core_inputs import NativeInputs
     from bot.team_keys import load_secret
 
-    planes_lib, cand_lib = _libraries()
+    lib = _library()
     words = load_secret().words()
     cols: dict[str, list] = {f.name: [] for f in SCHEMA}
     for g in range(first, first + count):
@@ -179,24 +190,19 @@ def encode_shard(cfg: DatasetConfig, first: int, count: int, *, seed: int) -> by
         for dragon in sorted(turns):
             team = teams[dragon]
             outcome = 0 if winner is None else (1 if winner == team else -1)
-            planes, cands = NativePlanes(planes_lib, words), NativeCandidates(cand_lib)
-            for rnd, obs, action, after in turns[dragon]:
-                if planes.step(obs) != 0 or cands.update(obs) != 0:
+            inputs = NativeInputs(lib, words)
+            for rnd, obs, action, after, sonar in turns[dragon]:
+                t = inputs.turn(obs)
+                if t is None:
                     continue  # an observation the core refuses (none from the engine: counted by the tests)
-                code, crop, overview, scalars = planes.write(obs)
-                raw = cands.candidates(obs, REQ_ALL)
-                features, taps = bytearray(), bytearray()
-                for k in range(0, len(raw), 48):
-                    tap, f = planes.candidate(obs, raw[k:k + 48])
-                    features += f.tobytes()
-                    taps.append(tap if tap < 255 else 255)
-                chosen, by_generator = match(parse_records(raw), action, after)
+                inputs.sent(sonar)  # its own frames: their echoes are its own, as in the bot
+                chosen, by_generator = match(parse_records(t.records), action, after)
                 for k, v in (("game", g), ("dragon", dragon), ("team", team), ("round", rnd),
                              ("bot", (a, b)[team]), ("width", size), ("height", size), ("symmetry", symmetry),
                              ("action", action_code(action)), ("after_head", after[0] if after else -1),
-                             ("after_heading", after[1] if after else -1), ("crop", crop), ("overview", overview),
-                             ("scalars", scalars), ("candidates", raw), ("features", bytes(features)),
-                             ("taps", bytes(taps)), ("candidate_count", len(raw) // 48),
+                             ("after_heading", after[1] if after else -1), ("crop", t.crop),
+                             ("overview", t.overview), ("scalars", t.scalars), ("candidates", t.records),
+                             ("features", t.features), ("taps", t.taps), ("candidate_count", t.count),
                              ("chosen", chosen), ("generator_match", by_generator), ("outcome", outcome)):
                     cols[k].append(v)
     table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)

@@ -577,6 +577,19 @@ uint32_t core_planes_candidate(const core_world *w, const uint8_t *obs, uint32_t
     return (uint32_t)(row * CORE_TRUNK + col);
 }
 
+uint32_t core_planes_crop_cells(const core_world *w, const uint8_t *obs, uint32_t len, uint16_t *cells) {
+    if (!w || !obs || !cells || !obs_ok(w, obs, len)) return CORE_PLANES_NO_FACING;
+    uint32_t W = w->width, H = w->height, hx = loong_body_x(obs, 0), hy = loong_body_y(obs, 0), R = CORE_CROP / 2;
+    uint32_t f = loong_heading(obs) <= 3 ? loong_heading(obs) : 0;  // crop_of's facing
+    for (uint32_t r = 0; r < CORE_CROP; r++)
+        for (uint32_t k = 0; k < CORE_CROP; k++) {
+            uint32_t x, y;
+            cells[r * CORE_CROP + k] = (uint16_t)frame_cell(W, H, hx, hy, (int32_t)k - (int32_t)R,
+                                                            (int32_t)r - (int32_t)R, f, &x, &y);
+        }
+    return f;
+}
+
 uint32_t core_planes_scratch_size(void) { return (uint32_t)sizeof(core_planes_scratch); }
 
 // ---- a whole dragon (training, tests) -------------------------------------------------------------------------

@@ -136,6 +136,12 @@ enum { CORE_CAND_FEATURES = 48, CORE_TRUNK = CORE_CROP - 2, CORE_PLANES_NO_TAP =
 uint32_t core_planes_candidate(const core_world *w, const uint8_t *obs, uint32_t len, const uint8_t *record,
                                uint8_t *out);
 
+// The map cell of every crop cell (cells[row * 17 + col], crop_of's frame) for obs (the world's last accepted
+// observation): what the incremental stem keys its cache by (expert_net.h). Returns the facing 0..3, or
+// CORE_PLANES_NO_FACING (cells untouched) when obs is malformed or not the world's last observation.
+enum { CORE_PLANES_NO_FACING = 0xFFFFFFFFu };
+uint32_t core_planes_crop_cells(const core_world *w, const uint8_t *obs, uint32_t len, uint16_t *cells);
+
 // A whole dragon for training and tests: every part of the belief and the scratch, stepped in bot.c's order.
 typedef struct {
     core_world world;

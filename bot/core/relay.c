@@ -281,6 +281,12 @@ uint32_t core_relay_send(core_relay *r, const core_world *w, uint32_t intent_opt
     return mask;
 }
 
+void core_relay_note_sent(core_relay *r, uint32_t round, const uint64_t frames[4], uint32_t mask) {
+    uint32_t p = round & 1u;
+    for (uint32_t d = 0; d < 4; d++) r->sent[p][d] = mask >> d & 1u ? frames[d] : 0;
+    r->sent_round[p] = round, r->sent_mask[p] = (uint8_t)(mask & 15u);
+}
+
 // ---- dump ----
 
 enum { DUMP_HEADER = 64, DUMP_PLAN = 24, DUMP_HEARD = 24 };

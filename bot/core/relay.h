@@ -103,6 +103,10 @@ uint32_t core_relay_merge(core_relay *r, core_world *w, const sonar_record *rec,
 uint32_t core_relay_send(core_relay *r, const core_world *w, uint32_t intent_option, uint32_t intent_target,
                          uint32_t intent_expiry, uint64_t frames[4]);
 
+// Remember frames this dragon sent in `round` (mask: which rays) so their echoes are known as its own, without
+// choosing or marking anything: for a recorded dragon whose frames were chosen elsewhere (the replay dataset).
+void core_relay_note_sent(core_relay *r, uint32_t round, const uint64_t frames[4], uint32_t mask);
+
 // The latest plan heard from arrival direction d (0..3), or 0.
 const core_relay_plan *core_relay_plan_of(const core_relay *r, uint32_t d);
 

@@ -122,7 +122,7 @@ def test_fake_quant_equals_integer_reference_real_planes(tmp_path):
     rows = []
     for dragon in sorted(turns):
         planes, cands = NativePlanes(planes_lib), NativeCandidates(cand_lib)
-        for i, (_, obs, _, _) in enumerate(turns[dragon]):
+        for i, (_, obs, *_) in enumerate(turns[dragon]):
             assert planes.step(obs) == 0 and cands.update(obs) == 0
             if i % 3:
                 continue

@@ -85,7 +85,7 @@ def test_bad_files_are_refused_naming_the_file_and_the_field(built, tmp_path):
         load_dataset(missing)
     old = tmp_path / "old.parquet"
     pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"0"}), old)
-    with pytest.raises(DatasetError, match=r"old\.parquet: schema version '0', expected '1'"):
+    with pytest.raises(DatasetError, match=r"old\.parquet: schema version '0', expected '2'"):
         load_dataset(old)
     truncated = tmp_path / "cut.parquet"
     data = here.shards[0].read_bytes()
