@@ -29,10 +29,10 @@ class WasmBuildConfig(dg.Config):
     network_version: str = Field(default="", description="version of the int8 network compiled in, if any")
 
 
-@dg.asset(group_name=GROUP, kinds={"wasm"})
+@dg.asset(group_name=GROUP, kinds={"wasm"}, deps=["loong_network_int8"])
 def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
-    """A registered .wasm bot build (and the expert core's expert-h beside it): compiled with ziglang, stored by
-    content id, played forever alike."""
+    """A registered .wasm bot build, the expert core's expert-h beside it and expert-0 with the latest int8 network:
+    compiled with ziglang, stored by content id, played forever alike."""
     from bot.builds import build_from_source
     from bot.expert_h import build_expert_h
 
@@ -43,6 +43,7 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
     build = build_from_source(builds_root(artifact_store), sources, name=config.name or sources[0].stem,
                               network_version=config.network_version or None)
     expert = build_expert_h(builds_root(artifact_store))  # the sonar secret from bot.team_keys, never from git
+    expert0 = _expert0_build(artifact_store)
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
     (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
         json.dumps({"id": build.id, "name": build.name}, indent=2))
@@ -55,7 +56,25 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
         "path": dg.MetadataValue.path(str(build.wasm_path)),
         "sources": dg.MetadataValue.json([str(s) for s in sources]),
         "expert_h_build_id": dg.MetadataValue.text(expert.id),
+        "expert0_build_id": dg.MetadataValue.text(expert0.id if expert0 else "none: no loong_network_int8 published"),
+        "expert0_network_version": dg.MetadataValue.text(expert0.meta["network_version"] if expert0 else ""),
     })
+
+
+def _expert0_build(artifact_store: ArtifactStoreResource):
+    """expert-0 with the latest published loong_network_int8 compiled in, registered as 'expert-0' (None when no
+    network is published)."""
+    from bot.expert0 import build_expert0
+    from bot.int8_expert import load
+
+    published = artifact_store.store().latest(GROUP, "loong_network_int8")
+    if published is None:
+        return None
+    try:
+        net = load(published / "network.npz")
+    except ValueError as e:
+        raise dg.Failure(f"loong_wasm_build: loong_network_int8: {e}", allow_retries=False) from None
+    return build_expert0(builds_root(artifact_store), net)
 
 
 LEAGUE = {  # profile -> (maps, games per map per pairing, round limit)
@@ -66,9 +85,12 @@ LEAGUE = {  # profile -> (maps, games per map per pairing, round limit)
 
 
 class LoongLeagueAssetConfig(dg.Config):
-    players: list[str] = Field(default=["foil", "random", "build:latest", "build:expert-h"],
+    players: list[str] = Field(default=[],
                                description="Python bots, or builds as build:<name|id>; build:latest is the newest "
-                                           "loong_wasm_build, build:expert-h the expert core's baseline")
+                                           "loong_wasm_build, build:expert-h the expert core's baseline, "
+                                           "build:expert-0 the network's bot; empty: foil, random, build:latest, "
+                                           "build:expert-h, and build:expert-0 once a loong_network_int8 is "
+                                           "published")
     maps: list[str] = Field(default=[], description="map specs; empty: the profile's sizes and symmetries")
     games_per_map: int | None = Field(default=None, description="games a pairing on each map; None: the profile's")
     max_rounds: int | None = Field(default=None, description="round limit; None: the profile's (500 but in tests)")
@@ -93,7 +115,10 @@ def loong_league(
     maps, games, rounds = LEAGUE[profile.checked()]
     latest = artifact_store.store().latest(GROUP, "loong_wasm_build")
     players = []
-    for p in config.players:
+    defaults = ["foil", "random", "build:latest", "build:expert-h"]
+    if artifact_store.store().latest(GROUP, "loong_network_int8") is not None:
+        defaults.append("build:expert-0")
+    for p in config.players or defaults:
         if p == "build:latest":
             if latest is None:
                 raise dg.Failure("loong_league: player 'build:latest' asked for, but no loong_wasm_build is "
@@ -320,3 +345,45 @@ def loong_kickstart_net(
         "dataset": dg.MetadataValue.path(str(data)),
     })
     return dg.MaterializeResult(metadata=meta)
+
+
+@dg.asset(
+    group_name=GROUP, deps=[loong_kickstart_net], kinds={"pytorch", "c"},
+    check_specs=[dg.AssetCheckSpec("bot_equals_torch", asset="loong_network_int8", blocking=True,
+                                   description="expert-0's native build (the generated C network) decides as the "
+                                               "fake-quantised torch network on every decision of the check games "
+                                               "(the value, every score and the choice), and the replay dataset's "
+                                               "input function gives the bot's own bytes there")],
+)
+def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: ArtifactStoreResource,
+                       ) -> dg.MaterializeResult:
+    """The kickstarted network in the int8 format (its fake-quantised integers), compiled into expert-0 and checked
+    decision by decision against torch on recorded games."""
+    from ops import loong_network as net_op
+
+    store = artifact_store.store()
+    kick = store.latest(GROUP, "loong_kickstart_net")
+    if kick is None:
+        raise dg.Failure("loong_network_int8: no published loong_kickstart_net; materialise it first",
+                         allow_retries=False)
+    from ops.loong_kickstart import NETWORK
+
+    out = store.dir(GROUP, "loong_network_int8", kick.name)
+    try:
+        r = net_op.export(kick / NETWORK, out, progress=lambda line: context.log.info(f"loong_network_int8: {line}"))
+    except net_op.NetworkError as e:
+        raise dg.Failure(f"loong_network_int8: {e}", allow_retries=False) from None
+    c = r.check
+    passed = c["mismatch_count"] == 0 and c["decisions"] > 0
+    if passed:
+        store.publish(GROUP, "loong_network_int8", kick.name)
+    return dg.MaterializeResult(
+        metadata={"version": dg.MetadataValue.text(r.version), "shape": dg.MetadataValue.text(r.shape),
+                  "weights": dg.MetadataValue.int(r.weights), "path": dg.MetadataValue.path(str(r.network)),
+                  "kickstart": dg.MetadataValue.path(str(kick)),
+                  "wall_seconds": dg.MetadataValue.float(r.wall_seconds)},
+        check_results=[dg.AssetCheckResult(
+            check_name="bot_equals_torch", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
+            metadata={"decisions": c["decisions"], "candidates": c["candidates"], "inputs_differ": c["inputs_differ"],
+                      "mismatches": dg.MetadataValue.json(c["mismatches"]),
+                      "mismatch_count": c["mismatch_count"]})])

@@ -166,3 +166,65 @@ def digest(net: Int8ExpertNet) -> str:
         h.update(layer.b.tobytes())
         h.update(bytes([layer.shift]))
     return h.hexdigest()
+
+
+FILE_FORMAT = "loong-int8-expert/1"
+
+
+def save(net: Int8ExpertNet, path) -> None:
+    """The integer network as one .npz (``load`` reads it back): every layer's int8 weights, int32 bias and shift,
+    the shape's name, both head exponents and the digest (checked on load)."""
+    import io
+    import json
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    arrays = {}
+    for n, layer in net.layers.items():
+        arrays[f"{n}.w"], arrays[f"{n}.b"] = layer.w, layer.b
+        arrays[f"{n}.shift"] = np.array(layer.shift, np.int32)
+    meta = {"format": FILE_FORMAT, "shape": net.shape.name, "value_exp": net.value_exp, "score_exp": net.score_exp,
+            "digest": digest(net), "meta": net.meta}
+    arrays["meta.json"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, path)
+
+
+def load(path) -> Int8ExpertNet:
+    """An integer network written by ``save``; ValueError naming the file and the field when it is not one (a missing
+    or damaged array, another format, a digest that does not match its integers)."""
+    import json
+    import zipfile
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not an int8 expert network (not an .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta.json"]).decode())
+            if meta.get("format") != FILE_FORMAT:
+                raise ValueError(f"{path}: format {meta.get('format')!r}, want {FILE_FORMAT!r}")
+            sh = get_shape(meta["shape"])
+            layers = {}
+            for n in sh.layers():
+                for part in ("w", "b", "shift"):
+                    if f"{n}.{part}" not in z:
+                        raise ValueError(f"{path}: layer {n}: no {part!r} array")
+                layers[n] = Layer(z[f"{n}.w"], z[f"{n}.b"], int(z[f"{n}.shift"]))
+    except (OSError, zipfile.BadZipFile, KeyError, json.JSONDecodeError, EOFError) as e:
+        raise ValueError(f"{path}: not an int8 expert network ({type(e).__name__}: {e})") from None
+    net = Int8ExpertNet(sh, layers, int(meta["value_exp"]), int(meta["score_exp"]), meta=meta.get("meta") or {})
+    try:
+        check(net)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    if digest(net) != meta.get("digest"):
+        raise ValueError(f"{path}: digest {str(meta.get('digest'))[:16]}... does not match its integers")
+    return net

@@ -157,3 +157,33 @@ def test_the_kickstart_net_trains_on_the_replay_dataset_in_one_tracked_run_and_r
     assert failure_line(bad) == ("loong_kickstart_net: shape: 'v0' is not registered (known: v1t4c32, v1t2c16, "
                                  "v1t4c48)")
     assert len(tracked_runs(resources)) == 2  # the two good materialisations; the bad config opened none
+
+
+def test_the_int8_network_is_checked_compiled_into_expert0_and_plays_the_league(resources, tmp_path):
+    from assets.loong import loong_kickstart_net, loong_network_int8, loong_replay_dataset
+    from bot.builds import load
+    from bot.int8_expert import digest
+    from bot.int8_expert import load as load_net
+
+    resources = {**resources, "execution": ExecutionResource(backend="inprocess")}
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        result = dg.materialize(
+            [loong_replay_dataset, loong_kickstart_net, loong_network_int8, loong_wasm_build, loong_league],
+            resources=resources, instance=instance,
+            run_config={"ops": {"loong_wasm_build": {"config": {"sources": ["bot/c/random_bot.c"], "name": "c-random"}},
+                                "loong_league": {"config": {"players": ["random", "build:expert-0"]}}}})
+    assert result.success
+    meta = result.asset_materializations_for_node("loong_network_int8")[0].metadata
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    bot_check = checks["bot_equals_torch"]
+    assert bot_check.passed and bot_check.metadata["decisions"].value > 20
+    assert bot_check.metadata["mismatch_count"].value == 0 and bot_check.metadata["inputs_differ"].value == 0
+    net = load_net(meta["path"].value)
+    assert digest(net) == meta["version"].value
+    build = result.asset_materializations_for_node("loong_wasm_build")[0].metadata
+    assert build["expert0_network_version"].value == meta["version"].value
+    b = load(Path(resources["artifact_store"].root) / "loong" / "builds", "expert-0")
+    assert b.id == build["expert0_build_id"].value and b.meta["network_version"] == meta["version"].value
+    league = result.asset_materializations_for_node("loong_league")[0].metadata
+    assert {r["player"] for r in json.loads((Path(league["path"].value) / "league.json").read_text())["ratings"]} == {
+        "random", "build:expert-0"}

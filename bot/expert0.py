@@ -1,0 +1,186 @@
+"""expert-0, the network's top candidate with no search (issue 11, item 6; docs/loong-expert0.md).
+
+    folder = network_sources(net)                   # the generated C of an Int8ExpertNet, cached by its digest
+    build = build_expert0(root, net)                # the wasm bot (network compiled in), registered as "expert-0"
+    factory = expert0_factory(net)                  # native: Expert0 per dragon, the same C turn (bot/core/expert0.c)
+    play_game(m, factory, foil_bot, seed)
+
+The same C function ``expert0_turn`` decides in both builds: the wasm build through the judge's ABI, the native one
+through ctypes. Its inputs come from bot/core/inputs.h, the function the replay dataset records with, so the bot
+reads exactly the bytes the network was trained on. The sonar key is the team secret given as two -D words
+(``bot.expert_h.secret_flags``), never a file in git.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bot.abi import REPLY_SIZE, parse_reply
+from bot.expert_h import SPRINT_MAX, secret_flags
+from bot.int8_expert import Int8ExpertNet, digest
+from bot.native import CORE_DIR, load_native
+from games.loong.actions import Action, Sonar
+from games.loong.observation import Observation, encode
+
+NAME = "expert-0"
+NATIVE_NAME = "expert-0-native"
+# The bot's own file first (the one that defines the ABI exports); the generated expert_net.c is added per network.
+EXPERT0_SOURCES = tuple(CORE_DIR / f for f in ("expert0.c", "inputs.c", "planes.c", "candidates.c", "route.c",
+                                                  "filters.c", "spawns.c", "symmetry.c", "relay.c", "sonar.c",
+                                                  "world.c"))
+NO_CHOICE = 0xFFFFFFFF  # EXPERT0_NONE
+
+
+def network_sources(net: Int8ExpertNet, cache: Path | None = None) -> Path:
+    """The folder holding the network's generated expert_net.c, expert_net_config.h and weight blob
+    (bot.codegen_expert.source_folder: by shape and digest), generated once and moved into place whole, so parallel
+    builders never read a half-written file."""
+    from bot.codegen_expert import generate_expert, source_folder
+
+    folder = source_folder(net, cache)
+    if (folder / "expert_net.c").exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        generate_expert(net).write(tmp)
+        os.rename(tmp, folder)
+    except OSError:
+        if not (folder / "expert_net.c").exists():
+            raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return folder
+
+
+def compile_expert0(net: Int8ExpertNet, out: Path, secret: int | None = None, cache: Path | None = None):
+    """The judged bot with ``net`` compiled in, as a wasm module at ``out`` (bot.toolchain.CompileResult);
+    ``cache``: bot.native's cache folder (the generated sources go beside it)."""
+    from bot.toolchain import compile_c
+
+    folder = network_sources(net, cache)
+    return compile_c([*EXPERT0_SOURCES, folder / "expert_net.c"], Path(out), include=(CORE_DIR, folder),
+                     extra_flags=secret_flags(secret))
+
+
+def build_expert0(root: Path, net: Int8ExpertNet, *, name: str = NAME, secret: int | None = None,
+                  cache: Path | None = None):
+    """Compile expert-0 with ``net`` and register it in the build store ``root`` under ``name``; the build's
+    ``network_version`` is the network's digest (bot.builds.Build)."""
+    from bot.builds import register
+
+    with tempfile.TemporaryDirectory() as tmp:
+        r = compile_expert0(net, Path(tmp) / "module.wasm", secret, cache)
+        return register(root, r.wasm.read_bytes(), name=name, network_version=digest(net),
+                        source_sha256=r.source_sha256, source_files=r.inputs, compiler=r.compiler)
+
+
+def expert0_library(net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None) -> ctypes.CDLL:
+    """The native build of the same sources (expert0.c with -DLOONG_NO_MAIN: no ABI exports), argtypes declared."""
+    from bot.codegen_expert import NATIVE_NET_FLAGS
+
+    folder = network_sources(net, cache)
+    flags = ("-DLOONG_NO_MAIN", *secret_flags(secret), *NATIVE_NET_FLAGS, f"-I{folder}")
+    lib = load_native([*EXPERT0_SOURCES, folder / "expert_net.c"], "expert-0", extra_flags=flags, cache=cache)
+    vp, u32 = ctypes.c_void_p, ctypes.c_uint32
+    for fn, args, res in (("expert0_size", [], u32), ("expert0_init", [vp, ctypes.c_uint64, u32], None),
+                          ("expert0_turn", [vp, vp, u32, vp, vp], u32),
+                          ("expert0_network_version", [], ctypes.c_char_p),
+                          ("expert0_network_shape", [], ctypes.c_char_p)):
+        getattr(lib, fn).argtypes, getattr(lib, fn).restype = args, res
+    for fn, res in (("expert0_inputs", vp), ("expert_net_crop", vp), ("expert_net_overview", vp),
+                    ("expert_net_scalars", vp), ("core_inputs_count", u32), ("core_inputs_facing", u32),
+                    ("core_inputs_records", vp), ("core_inputs_features", vp), ("core_inputs_taps", vp),
+                    ("core_inputs_cells", vp)):
+        getattr(lib, fn).argtypes, getattr(lib, fn).restype = [] if fn.startswith("expert_net") else [vp], res
+    version = lib.expert0_network_version().decode()
+    if version != digest(net):
+        raise RuntimeError(f"expert-0 native build: network {version[:16]}... compiled in, {digest(net)[:16]}... "
+                           "asked for")
+    return lib
+
+
+class Expert0:
+    """One dragon's expert-0 on the native build (the Python bot protocol of games/loong/bots.py)."""
+
+    name = NATIVE_NAME
+
+    def __init__(self, lib: ctypes.CDLL, dragon_id: int, team: int, seed: int, use_cache: bool = True) -> None:
+        self.lib = lib
+        self._state = ctypes.create_string_buffer(lib.expert0_size() + 16)
+        self._addr = (ctypes.addressof(self._state) + 15) & ~15  # the stem cache is 16-byte aligned
+        self._reply = ctypes.create_string_buffer(REPLY_SIZE)
+        self._steps = ctypes.create_string_buffer(SPRINT_MAX)
+        self.last_code = 0
+        lib.expert0_init(self._addr, seed, int(use_cache))
+
+    def reply_bytes(self, data: bytes) -> tuple[bytes, bytes]:
+        """One turn on encoded observation bytes: (the 40 reply bytes, the sprint's directions)."""
+        ctypes.memset(self._reply, 0, REPLY_SIZE)
+        self.last_code = self.lib.expert0_turn(self._addr, data, len(data), self._reply, self._steps)
+        raw = self._reply.raw
+        kind, arg = raw[0], int.from_bytes(raw[2:4], "little")
+        return raw, self._steps.raw[:arg] if kind == 1 else b""
+
+    def act(self, obs: Observation) -> tuple[Action, Sonar | None]:
+        raw, steps = self.reply_bytes(encode(obs))
+        return parse_reply(raw, lambda ptr, n: steps[:n])
+
+    def inputs(self):
+        """The last turn's inputs as the network read them (bot.core_inputs.TurnInputs)."""
+        from bot.core_inputs import FEATURES, RECORD, TurnInputs
+        from bot.core_planes import CROP_BYTES, OVERVIEW_BYTES, SCALARS
+
+        lib, s = self.lib, self.lib.expert0_inputs(self._addr)
+        n = lib.core_inputs_count(s)
+        cells = np.ctypeslib.as_array(ctypes.cast(lib.core_inputs_cells(s), ctypes.POINTER(ctypes.c_uint16)),
+                                      (17 * 17,)).copy()
+        return TurnInputs(ctypes.string_at(lib.expert_net_crop(), CROP_BYTES),
+                          ctypes.string_at(lib.expert_net_overview(), OVERVIEW_BYTES),
+                          ctypes.string_at(lib.expert_net_scalars(), SCALARS),
+                          ctypes.string_at(lib.core_inputs_records(s), RECORD * n),
+                          ctypes.string_at(lib.core_inputs_features(s), FEATURES * n),
+                          ctypes.string_at(lib.core_inputs_taps(s), n), cells, lib.core_inputs_facing(s))
+
+    def decision(self) -> tuple[int, int, np.ndarray]:
+        """The last turn's (chosen candidate or -1, value, scores int32 [n]; INT32_MIN where a candidate has no tap)."""
+        lib = self.lib
+        if not hasattr(lib, "_expert0_fields"):
+            lib.expert0_last.argtypes, lib.expert0_last.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_void_p
+            lib._expert0_fields = True
+        head = (ctypes.c_int32 * 3)()
+        ptr = lib.expert0_last(self._addr, head)
+        chosen, value, n = head[0], head[1], head[2]
+        scores = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int32)), (max(n, 1),))[:n].copy()
+        return (-1 if chosen == -1 else chosen), value, scores
+
+
+class Expert0Factory:
+    """``factory(dragon_id, team, seed) -> Expert0``, one shared native library for one network."""
+
+    name = NATIVE_NAME
+
+    def __init__(self, net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None,
+                 use_cache: bool = True) -> None:
+        self.lib = expert0_library(net, secret, cache)
+        self.version = digest(net)
+        self.use_cache = use_cache
+
+    def __call__(self, dragon_id: int, team: int, seed: int) -> Expert0:
+        return Expert0(self.lib, dragon_id, team, seed, self.use_cache)
+
+
+def expert0_factory(net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None,
+                    use_cache: bool = True) -> Expert0Factory:
+    return Expert0Factory(net, secret, cache, use_cache)
+
+
+__all__ = ["EXPERT0_SOURCES", "Expert0", "Expert0Factory", "build_expert0", "compile_expert0", "expert0_factory",
+           "expert0_library", "network_sources"]
