@@ -1,4 +1,6 @@
-"""Loong assets: registered WebAssembly builds and the league that rates them against Python bots."""
+"""Loong assets: registered WebAssembly builds (the C foil, expert-h, expert-0 with the latest int8 network),
+self-play, the replay dataset, the kickstart net and its int8 export. The league, its pool, mimics and the new-build
+sensor: assets/loong_league.py."""
 
 import json
 from pathlib import Path
@@ -7,11 +9,10 @@ import dagster as dg
 from pydantic import Field
 
 from assets.celldiv_league import version_id
-from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
+from assets.loong_league import loong_league  # noqa: F401 - moved there; still importable from here
+from assets.metadata import png_markdown, run_metadata, validated
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops import loong_league as league_op
 from ops.execution import WorkFailed
-from ops.plots import league_png
 
 GROUP = "loong"
 REPO = Path(__file__).resolve().parents[1]
@@ -75,100 +76,6 @@ def _expert0_build(artifact_store: ArtifactStoreResource):
     except ValueError as e:
         raise dg.Failure(f"loong_wasm_build: loong_network_int8: {e}", allow_retries=False) from None
     return build_expert0(builds_root(artifact_store), net)
-
-
-LEAGUE = {  # profile -> (maps, games per map per pairing, round limit)
-    "test": (("gen:16x16:lr:seed=1",), 2, 40),
-    "small": (league_op.DEFAULT_MAPS, 2, 500),
-    "full": (league_op.DEFAULT_MAPS + ("gen:48x48:lr:seed=4", "gen:64x64:rot:seed=5"), 10, 500),
-}
-
-
-class LoongLeagueAssetConfig(dg.Config):
-    players: list[str] = Field(default=[],
-                               description="Python bots, or builds as build:<name|id>; build:latest is the newest "
-                                           "loong_wasm_build, build:expert-h the expert core's baseline, "
-                                           "build:expert-0 the network's bot; empty: foil, random, build:latest, "
-                                           "build:expert-h, and build:expert-0 once a loong_network_int8 is "
-                                           "published")
-    maps: list[str] = Field(default=[], description="map specs; empty: the profile's sizes and symmetries")
-    games_per_map: int | None = Field(default=None, description="games a pairing on each map; None: the profile's")
-    max_rounds: int | None = Field(default=None, description="round limit; None: the profile's (500 but in tests)")
-    seed: int = Field(default=0, description="league seed")
-
-
-@dg.asset(
-    group_name=GROUP, deps=[loong_wasm_build], kinds={"python", "mlflow"},
-    check_specs=[dg.AssetCheckSpec("no_failed_pairings", asset="loong_league", blocking=True,
-                                   description="every pairing was played; guards the league's release: a pairing "
-                                               "that failed stops the run")],
-)
-def loong_league(
-    context: dg.AssetExecutionContext,
-    config: LoongLeagueAssetConfig,
-    mlflow: MlflowResource,
-    artifact_store: ArtifactStoreResource,
-    profile: ProfileResource,
-    execution: ExecutionResource,
-) -> dg.MaterializeResult:
-    """Round robin of registered wasm builds and Python bots on several map sizes and symmetries, with Elo."""
-    maps, games, rounds = LEAGUE[profile.checked()]
-    latest = artifact_store.store().latest(GROUP, "loong_wasm_build")
-    players = []
-    defaults = ["foil", "random", "build:latest", "build:expert-h"]
-    if artifact_store.store().latest(GROUP, "loong_network_int8") is not None:
-        defaults.append("build:expert-0")
-    for p in config.players or defaults:
-        if p == "build:latest":
-            if latest is None:
-                raise dg.Failure("loong_league: player 'build:latest' asked for, but no loong_wasm_build is "
-                                 "published; materialise loong_wasm_build first", allow_retries=False)
-            p = "build:" + latest.name
-        players.append(p)
-    league = league_op.LoongLeagueConfig(
-        players=tuple(players), maps=tuple(config.maps) or maps,
-        games_per_map=config.games_per_map if config.games_per_map is not None else games,
-        max_rounds=config.max_rounds if config.max_rounds is not None else rounds,
-        seed=config.seed, builds=str(builds_root(artifact_store)))
-    factories, loaded = validated("loong_league", league_op.check_config, league)  # before the MLflow run
-    executor = execution.executor("loong_league")
-    version = version_id(context)
-    out = artifact_store.store().dir(GROUP, "loong_league", version)
-    with mlflow.run(context, GROUP, profile.name) as tracker:
-        tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps),
-                            "games_per_map": league.games_per_map, "max_rounds": league.max_rounds})
-
-        def progress(done: int, total: int) -> None:
-            context.log.info(f"loong_league: pairing {done}/{total} done ({executor.backend} x{executor.workers})")
-
-        result = league_op.run(league, progress=progress, factories=factories, maps=loaded, executor=executor)
-        doc = {"players": players, "maps": list(league.maps), "ratings": [r.as_dict() for r in result.ratings],
-               "pairings": result.table(), "failures": [list(f) for f in result.failures]}
-        (out / "league.json").write_text(json.dumps(doc, indent=2))
-        png = league_png(result, out / "league.png", f"Loong league, {league.games_per_map} games a pairing a map")
-        tracker.log_metrics({f"elo_{r.player.replace(':', '_')}": r.elo for r in result.ratings})
-        tracker.log_metrics({"failures": len(result.failures)})
-        tracker.log_artifact(out / "league.json")
-        tracker.log_artifact(png)
-        meta = run_metadata(tracker, mlflow)
-    if not result.failures:
-        artifact_store.store().publish(GROUP, "loong_league", version)
-    meta.update({
-        **elo_metadata(result.ratings),
-        "elo": dg.MetadataValue.md(markdown_table(doc["ratings"], ["player", "elo", "low", "high", "games"],
-                                                  {"elo": "{:+.0f}", "low": "{:+.0f}", "high": "{:+.0f}"})),
-        "pairings": dg.MetadataValue.md(markdown_table(
-            doc["pairings"], ["a", "b", "wins", "draws", "losses", "score_rate", "wilson_low", "wilson_high"],
-            {"score_rate": "{:.3f}", "wilson_low": "{:.3f}", "wilson_high": "{:.3f}"})),
-        "plot": png_markdown(png, "Loong Elo"),
-        "path": dg.MetadataValue.path(str(out)),
-        "failures": dg.MetadataValue.int(len(result.failures)),
-    })
-    check = dg.AssetCheckResult(
-        check_name="no_failed_pairings", passed=not result.failures, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"failures": dg.MetadataValue.json([{"a": a, "b": b, "error": e} for a, b, e in result.failures]),
-                  "pairings": len(result.tallies) + len(result.failures)})
-    return dg.MaterializeResult(metadata=meta, check_results=[check])
 
 
 def fanned_out(context: dg.AssetExecutionContext, asset: str, unit: str, executor, work):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import celldiv_league, celldiv_training, loong, loong_belief
+from assets import celldiv_league, celldiv_training, loong, loong_belief, loong_league
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief]
+ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
@@ -45,11 +45,17 @@ nightly_loong_league = dg.ScheduleDefinition(
     execution_timezone="UTC",
     description="Replay the Loong league every night at 02:30 UTC.",
 )
+loong_league_pass_job = dg.define_asset_job(
+    loong_league.LEAGUE_PASS_JOB, selection=dg.AssetSelection.assets("loong_league"),
+    description="One Loong league pass on the registered builds as they are (the pool, PFSP games for expert-0, Elo "
+                "appended to the history); run by the sensor when a build is registered.",
+)
 
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job],
+    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job, loong_league_pass_job],
     schedules=[nightly_celldiv_league, nightly_loong_league],
+    sensors=[loong_league.loong_new_build_sensor],
     resources={
         "mlflow": MlflowResource(),
         "artifact_store": ArtifactStoreResource(),

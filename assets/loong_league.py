@@ -1,0 +1,288 @@
+"""The Loong league assets: the league pass (the pool, PFSP games for the current network on generated maps, Elo and
+its history over passes), the mimics that join it after their fidelity check, and the sensor that runs a pass when
+a new build is registered (docs/loong-league.md)."""
+
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from assets.celldiv_league import version_id
+from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
+from ops import loong_league as league_op
+from ops import loong_pfsp as pfsp_op
+from ops.plots import league_png
+
+GROUP = "loong"
+
+
+def builds_root(store: ArtifactStoreResource) -> Path:
+    return store.store().root / "loong" / "builds"
+
+
+LEAGUE = {  # profile -> maps a pass, their distribution, games a pairing a map, round limit, PFSP draws a pass
+    "test": dict(maps=1, dist=league_op.MapDistribution(12, 16), games=2, rounds=40, pfsp=2),
+    "small": dict(maps=3, dist=league_op.MapDistribution(20, 40), games=2, rounds=500, pfsp=6),
+    "full": dict(maps=6, dist=league_op.MapDistribution(), games=10, rounds=500, pfsp=40),
+}
+CURRENT = "build:expert-0"  # the current network's bot: PFSP's player once a loong_network_int8 is published
+
+
+class LoongLeagueAssetConfig(dg.Config):
+    players: list[str] = Field(default=[],
+                               description="Python bots, or builds as build:<name|id>; build:latest is the newest "
+                                           "loong_wasm_build, build:expert-h the expert core's baseline, "
+                                           "build:expert-0 the network's bot; empty: foil, random, build:latest, "
+                                           "build:expert-h, build:expert-0 once a loong_network_int8 is "
+                                           "published, and the build store's pool (released expert-N, expert-0's "
+                                           "snapshots, admitted mimics)")
+    maps: list[str] = Field(default=[], description="map specs; empty: the profile's count drawn from its size and "
+                                                    "symmetry distribution, seeded by the pass")
+    games_per_map: int | None = Field(default=None, description="games a pairing on each map; None: the profile's")
+    max_rounds: int | None = Field(default=None, description="round limit; None: the profile's (500 but in tests)")
+    seed: int = Field(default=0, description="league seed; each pass's seed (maps, PFSP draws, games) derives from "
+                                             "it and the pass's index in the history")
+    current: str | None = Field(default=None, description="the player PFSP serves; None: build:expert-0 when it "
+                                                          "plays; empty: no PFSP games")
+    pfsp_draws: int | None = Field(default=None, description="PFSP draws a pass (a generated map each); None: the "
+                                                             "profile's")
+
+
+def admitted_mimics(store) -> list[str]:
+    """The build names of the mimics the latest loong_mimics admitted (passed their fidelity check)."""
+    latest = store.latest(GROUP, "loong_mimics")
+    if latest is None or not (latest / MIMICS).exists():
+        return []
+    return [m["name"] for m in json.loads((latest / MIMICS).read_text())["mimics"] if m["passed"]]
+
+
+def _metric(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_./ -]", "_", name)
+
+
+@dg.asset(
+    group_name=GROUP, deps=["loong_wasm_build", "loong_mimics"], kinds={"python", "mlflow"},
+    check_specs=[dg.AssetCheckSpec("no_failed_pairings", asset="loong_league", blocking=True,
+                                   description="every pairing was played; guards the league's release: a pairing "
+                                               "that failed stops the run")],
+)
+def loong_league(
+    context: dg.AssetExecutionContext,
+    config: LoongLeagueAssetConfig,
+    mlflow: MlflowResource,
+    artifact_store: ArtifactStoreResource,
+    profile: ProfileResource,
+    execution: ExecutionResource,
+) -> dg.MaterializeResult:
+    """A league pass: the round robin of the pool (wasm builds and Python bots) on generated maps, the current
+    network's PFSP games, Elo with intervals, and the pass appended to the league's history (Elo over passes)."""
+    p = LEAGUE[profile.checked()]
+    store = artifact_store.store()
+    root = builds_root(artifact_store)
+    history_file = league_op.history_path(store.root)
+    history = validated("loong_league", league_op.load_history, history_file)
+    index = len(history)
+    seed = league_op.pass_seed(config.seed, index)
+    latest = store.latest(GROUP, "loong_wasm_build")
+    players = []
+    defaults = ["foil", "random", "build:latest", "build:expert-h"]
+    if store.latest(GROUP, "loong_network_int8") is not None:
+        defaults.append(CURRENT)
+    if not config.players:
+        defaults += [q for q in league_op.pool_players(root, admitted_mimics(store)) if q not in defaults]
+    for q in config.players or defaults:
+        if q == "build:latest":
+            if latest is None:
+                raise dg.Failure("loong_league: player 'build:latest' asked for, but no loong_wasm_build is "
+                                 "published; materialise loong_wasm_build first", allow_retries=False)
+            q = "build:" + latest.name
+        players.append(q)
+    current = config.current if config.current is not None else (CURRENT if CURRENT in players else "")
+    maps = tuple(config.maps) or validated("loong_league", league_op.generate_map_specs, p["dist"], p["maps"], seed)
+    draws = config.pfsp_draws if config.pfsp_draws is not None else p["pfsp"]
+    if draws < 0:
+        raise dg.Failure(f"loong_league: pfsp_draws: must be at least 0, got {draws}", allow_retries=False)
+    pfsp_doc: dict = {}
+    pfsp: tuple = ()
+    if current and draws and current in players:
+        opponents = [q for q in players if q != current]
+        rates = pfsp_op.win_rates(history, current, opponents)
+        weights = validated("loong_league", pfsp_op.pfsp_weights, rates)
+        drawn = pfsp_op.sample(weights, draws, seed)
+        specs = validated("loong_league", league_op.generate_map_specs, p["dist"], draws, seed + 1)
+        pfsp = tuple(zip(drawn, specs))
+        pfsp_doc = {"rates": rates, "weights": weights, "draws": [list(d) for d in pfsp],
+                    "weighting": f"(1 - p)^{pfsp_op.HARD_POWER:g}"}
+    league = league_op.LoongLeagueConfig(
+        players=tuple(players), maps=maps,
+        games_per_map=config.games_per_map if config.games_per_map is not None else p["games"],
+        max_rounds=config.max_rounds if config.max_rounds is not None else p["rounds"],
+        seed=seed, builds=str(root), current=current, pfsp=pfsp)
+    factories, loaded = validated("loong_league", league_op.check_config, league)  # before the MLflow run
+    executor = execution.executor("loong_league")
+    version = version_id(context)
+    out = store.dir(GROUP, "loong_league", version)
+    with mlflow.run(context, GROUP, profile.name, tags={"league_pass": str(index)}) as tracker:
+        tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps),
+                            "games_per_map": league.games_per_map, "max_rounds": league.max_rounds,
+                            "pass": index, "pass_seed": seed, "current": current, "pfsp_draws": len(pfsp)})
+
+        def progress(done: int, total: int) -> None:
+            context.log.info(f"loong_league: pairing {done}/{total} done ({executor.backend} x{executor.workers})")
+
+        r = league_op.run_pass(league, progress=progress, factories=factories, maps=loaded, executor=executor)
+        result = r.league
+        doc = {"players": players, "maps": list(league.maps), "ratings": [x.as_dict() for x in result.ratings],
+               "pairings": result.table(), "failures": [list(f) for f in result.failures], "pass": index,
+               "seed": seed, "current": current, "pfsp": pfsp_doc,
+               "pfsp_pairings": [t.summary() for t in r.pfsp]}
+        (out / "league.json").write_text(json.dumps(doc, indent=2))
+        record = league_op.pass_record(index, version, league, r, pfsp_doc)
+        league_op.append_history(history_file, record)
+        history.append(record)
+        png = league_png(result, out / "league.png", f"Loong league, {league.games_per_map} games a pairing a map")
+        over = league_op.history_png(history, out / "history.png", f"Loong league: Elo over {len(history)} passes")
+        tracker.log_metrics({_metric(f"elo_{x.player.replace(':', '_')}"): x.elo for x in result.ratings})
+        tracker.log_metrics({"failures": len(result.failures)})
+        for k, rec in enumerate(history):  # the whole history as steps, so the run's charts show Elo over passes
+            tracker.log_metrics({_metric(f"history_elo_{x['player'].replace(':', '_')}"): x["elo"]
+                                 for x in rec["ratings"]}, step=rec.get("pass", k))
+        tracker.log_artifact(out / "league.json")
+        tracker.log_artifact(png)
+        tracker.log_artifact(over)
+        meta = run_metadata(tracker, mlflow)
+    if not result.failures:
+        store.publish(GROUP, "loong_league", version)
+    vs_foil = [{"pass": rec.get("pass", k), **{q: f"{e:+.0f}" for q, e in league_op.elo_against(rec).items()}}
+               for k, rec in enumerate(history)]
+    meta.update({
+        **elo_metadata(result.ratings),
+        "elo": dg.MetadataValue.md(markdown_table(doc["ratings"], ["player", "elo", "low", "high", "games"],
+                                                  {"elo": "{:+.0f}", "low": "{:+.0f}", "high": "{:+.0f}"})),
+        "pairings": dg.MetadataValue.md(markdown_table(
+            doc["pairings"], ["a", "b", "wins", "draws", "losses", "score_rate", "wilson_low", "wilson_high"],
+            {"score_rate": "{:.3f}", "wilson_low": "{:.3f}", "wilson_high": "{:.3f}"})),
+        "plot": png_markdown(png, "Loong Elo"),
+        "history_plot": png_markdown(over, "Loong Elo over league passes"),
+        "elo_vs_foil": dg.MetadataValue.json(vs_foil),
+        "pass": dg.MetadataValue.int(index),
+        "pass_seed": dg.MetadataValue.int(seed),
+        "current": dg.MetadataValue.text(current),
+        "pfsp": dg.MetadataValue.json(pfsp_doc),
+        "history": dg.MetadataValue.path(str(history_file)),
+        "path": dg.MetadataValue.path(str(out)),
+        "failures": dg.MetadataValue.int(len(result.failures)),
+    })
+    check = dg.AssetCheckResult(
+        check_name="no_failed_pairings", passed=not result.failures, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"failures": dg.MetadataValue.json([{"a": a, "b": b, "error": e} for a, b, e in result.failures]),
+                  "pairings": len(result.tallies) + len(result.failures)})
+    return dg.MaterializeResult(metadata=meta, check_results=[check])
+
+
+# ------------------------------------------------------------------------------------------------ mimics
+MIMICS = "mimics.json"
+MIMIC_BOTS = ("foil", "expert-h")  # the pool's bots the replay dataset records (ops/loong_dataset.PAIRINGS)
+MIMIC_KICKSTART = {"test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34),
+                   "small": dict(shape="v1t2c16", epochs=2, quantised_epochs=1, batch_size=64),
+                   "full": dict(shape="v1t4c32", epochs=12, quantised_epochs=3, batch_size=256, accelerator="auto")}
+
+
+class MimicsAssetConfig(dg.Config):
+    bots: list[str] = Field(default=list(MIMIC_BOTS), description="the dataset's bots to imitate, one mimic each")
+    epochs: int | None = Field(default=None, description="float epochs; None: the profile's")
+    seed: int = Field(default=0, description="initial weights, held-out games and shuffle")
+
+
+@dg.asset(
+    group_name=GROUP, deps=["loong_replay_dataset"], kinds={"pytorch", "wasm", "mlflow"},
+    check_specs=[dg.AssetCheckSpec("mimics_fidelity", asset="loong_mimics",
+                                   description="every mimic agrees with its bot on held-out games at least as often "
+                                               "as ops.loong_mimic.FIDELITY_THRESHOLD; a mimic that does not is left "
+                                               "out of the league (reported, not blocking)")],
+)
+def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, mlflow: MlflowResource,
+                 artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
+    """Networks that play like the pool's bots (imitation of one bot's decisions), compiled into expert-0's C and
+    registered as mimic-<bot> only when they pass the fidelity check; the league plays the admitted ones."""
+    from ops import loong_kickstart as kick
+    from ops import loong_mimic as mimic_op
+
+    store = artifact_store.store()
+    data = store.latest(GROUP, "loong_replay_dataset")
+    if data is None:
+        raise dg.Failure("loong_mimics: no published loong_replay_dataset; materialise it first", allow_retries=False)
+    if not config.bots:
+        raise dg.Failure("loong_mimics: bots: name at least one bot to imitate", allow_retries=False)
+    base = kick.KickstartConfig(**MIMIC_KICKSTART[profile.checked()])
+    overrides = {"seed": config.seed, **({"epochs": config.epochs} if config.epochs is not None else {})}
+    cfgs = [mimic_op.MimicConfig(bot, validated("loong_mimics", lambda: kick.with_overrides(base, **overrides)))
+            for bot in config.bots]
+    for c in cfgs:
+        validated("loong_mimics", mimic_op.check_config, c)
+    version = version_id(context)
+    out = store.dir(GROUP, "loong_mimics", version)
+    rows = []
+    with mlflow.run(context, GROUP, profile.name) as tracker:
+        tracker.log_params({"bots": ",".join(config.bots), "threshold": mimic_op.FIDELITY_THRESHOLD,
+                            "dataset": str(data)})
+        for c in cfgs:
+            try:
+                r = mimic_op.train(c, data, out / c.bot,
+                                   progress=lambda line, b=c.bot: context.log.info(f"loong_mimics: {b}: {line}"))
+            except mimic_op.MimicError as e:
+                raise dg.Failure(f"loong_mimics: {e}", allow_retries=False) from None
+            build = mimic_op.admit(r, builds_root(artifact_store))
+            row = {**r.as_dict(), "build_id": build.id if build else None}
+            rows.append(row)
+            context.log.info(f"loong_mimics: {c.name}: agreement {r.agreement:.3f} on {r.decisions_heldout} held-out "
+                             f"decisions, {'admitted' if build else 'refused'} (threshold {r.threshold})")
+            tracker.log_metrics({_metric(f"agreement_{c.bot}"): r.agreement, _metric(f"admitted_{c.bot}"): float(
+                build is not None)})
+        (out / MIMICS).write_text(json.dumps({"threshold": mimic_op.FIDELITY_THRESHOLD, "mimics": rows}, indent=2))
+        tracker.log_artifact(out / MIMICS)
+        meta = run_metadata(tracker, mlflow)
+    store.publish(GROUP, "loong_mimics", version)
+    meta.update({
+        "mimics": dg.MetadataValue.md(markdown_table(
+            rows, ["name", "agreement", "threshold", "decisions_heldout", "passed"], {"agreement": "{:.3f}"})),
+        "admitted": dg.MetadataValue.json([m["name"] for m in rows if m["passed"]]),
+        "path": dg.MetadataValue.path(str(out)),
+    })
+    check = dg.AssetCheckResult(
+        check_name="mimics_fidelity", passed=all(m["passed"] for m in rows), severity=dg.AssetCheckSeverity.WARN,
+        metadata={"agreement": dg.MetadataValue.json({m["name"]: m["agreement"] for m in rows}),
+                  "threshold": mimic_op.FIDELITY_THRESHOLD})
+    return dg.MaterializeResult(metadata=meta, check_results=[check])
+
+
+# ------------------------------------------------------------------------------------------------ the sensor
+LEAGUE_PASS_JOB = "loong_league_pass_job"
+
+
+def build_store_state(root: Path) -> dict[str, str]:
+    """What the sensor watches: every name of the build store and the id it points at."""
+    return league_op.registered_names(root)
+
+
+@dg.sensor(job_name=LEAGUE_PASS_JOB, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="A league pass when a build is registered (a new name, or a name pointing at a new id); "
+                       "the first evaluation only records the store")
+def loong_new_build_sensor(context: dg.SensorEvaluationContext, artifact_store: ArtifactStoreResource):
+    state = build_store_state(builds_root(artifact_store))
+    cursor = json.dumps(state, sort_keys=True)
+    if context.cursor is None:
+        context.update_cursor(cursor)
+        return dg.SkipReason(f"first evaluation: {len(state)} registered names recorded")
+    before = json.loads(context.cursor)
+    new = sorted(n for n, i in state.items() if before.get(n) != i)
+    context.update_cursor(cursor)
+    if not new:
+        return dg.SkipReason("no new registration")
+    key = hashlib.sha256(cursor.encode()).hexdigest()[:16]
+    return dg.RunRequest(run_key=f"builds-{key}", tags={"new_builds": ",".join(f"{n}={state[n][:8]}" for n in new)})
