@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from gpu.celldiv_lightning import EpochShuffle, _keep_batch, holdout_split
-from gpu.loong_expert_net import LoongExpertNet, get_shape
+from gpu.loong_expert_net import MASKED_LOGIT, LoongExpertNet, get_shape
 
 CROP, OVERVIEW, SCALARS, RECORD = 17 * 17 * 56, 15 * 15 * 16, 32, 48
 NO_TAP = 255
@@ -38,6 +38,7 @@ class KickstartData:
     scalars: np.ndarray  # [N, 32] uint8
     features: np.ndarray  # [sum n, 48] uint8
     taps: np.ndarray  # [sum n] uint8 (255: no tap)
+    same: np.ndarray  # [sum n] bool: the candidate is the action taken (the chosen record, or one equal to it)
     offsets: np.ndarray  # [N] int64: the row's first candidate in features / taps
     counts: np.ndarray  # [N] int64
     chosen: np.ndarray  # [N] int64
@@ -117,6 +118,23 @@ def _planes(column: Ragged, keep: np.ndarray, side: int, channels: int, name: st
     return out
 
 
+def action_keys(features: np.ndarray) -> np.ndarray:
+    """[n, 48] candidate features -> [n] int64: equal keys for records that are the same action this turn (the
+    dataset's match rule, docs/loong-dataset.md): a move by its first step, a split by its k, a sprint by its end
+    cell and final heading (all in the dragon's frame, as the features hold them)."""
+    f = features.astype(np.int64)
+    kind = np.argmax(f[:, 0:3], axis=1)
+
+    def onehot(a: int, b: int) -> np.ndarray:  # the set byte's index, 4 when none is set
+        return np.argmax(f[:, a:b], axis=1) + 4 * (f[:, a:b].max(axis=1) == 0)
+
+    move = onehot(7, 11)
+    split = f[:, 27]
+    sprint = ((f[:, 15] * 128 + f[:, 16]) * 8 + onehot(11, 15)) * 2 + (f[:, 29] > 0)
+    arg = np.where(kind == 0, move, np.where(kind == 2, split, sprint))
+    return kind * (1 << 40) + arg
+
+
 def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     """The dataset's columns decoded (binary columns as lists of bytes, pyarrow arrays or ``Ragged``; the others
     python lists or numpy arrays, one entry a row); rows that cannot be a target dropped and counted. A column
@@ -156,6 +174,10 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     kept_counts = counts[keep]
     sel = np.repeat(starts[keep] - np.concatenate([[0], np.cumsum(kept_counts)[:-1]]), kept_counts) + \
         np.arange(int(kept_counts.sum()), dtype=np.int64) if len(keep) else np.zeros(0, np.int64)
+    keys = action_keys(feats[sel])
+    row_of = np.repeat(np.arange(len(keep)), kept_counts)
+    kept_starts = np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64)
+    same = keys == keys[kept_starts + chosen[keep]][row_of] if len(keep) else np.zeros(0, bool)
     bot_col = np.asarray(columns["bot"], object)
     bots = sorted(set(bot_col[keep].tolist()))
     bot_index = {b: i for i, b in enumerate(bots)}
@@ -163,7 +185,7 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
         crop=_planes(binary["crop"], keep, 17, 56, "crop"),
         overview=_planes(binary["overview"], keep, 15, 16, "overview"),
         scalars=_fixed(binary["scalars"], SCALARS, "scalars")[keep],
-        features=feats[sel], taps=taps_all[sel],
+        features=feats[sel], taps=taps_all[sel], same=same,
         offsets=np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64), counts=kept_counts,
         chosen=chosen[keep], generator=generator,
         outcome=np.asarray(columns["outcome"], np.float32)[keep],
@@ -199,7 +221,8 @@ class DecisionDataset(Dataset):
             "scalars": torch.from_numpy(d.scalars[ix]),
             "cands": torch.from_numpy(d.features[pos] * mask[..., None].astype(np.uint8)),
             "taps": torch.from_numpy(np.where(mask, taps, 0).astype(np.int64)), "mask": torch.from_numpy(mask),
-            "chosen": torch.from_numpy(d.chosen[ix]), "outcome": torch.from_numpy(d.outcome[ix]),
+            "chosen": torch.from_numpy(d.chosen[ix]), "same": torch.from_numpy(real & d.same[pos]),
+            "outcome": torch.from_numpy(d.outcome[ix]),
             "bot": torch.from_numpy(d.bot[ix]), "generator": torch.from_numpy(d.generator[ix]),
         }
 
@@ -228,9 +251,20 @@ class DecisionDataModule(L.LightningDataModule):
 
 
 # -- losses and figures ---------------------------------------------------------------------------------------------
-def policy_loss(logits: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of the chosen candidate under the softmax over the real ones (padding is MASKED_LOGIT)."""
-    return F.cross_entropy(logits.float(), chosen)
+def policy_loss(logits: torch.Tensor, chosen: torch.Tensor, same: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-entropy of the action taken under the softmax over the real candidates (padding is MASKED_LOGIT):
+    with ``same`` [B, K] (the candidates that are that action: a harvest record whose first step is the move taken
+    is the move) -log of their probabilities' sum, else of the chosen record's alone."""
+    logits = logits.float()
+    if same is None:
+        return F.cross_entropy(logits, chosen)
+    hit = torch.where(same, logits, torch.full_like(logits, MASKED_LOGIT))
+    return (torch.logsumexp(logits, 1) - torch.logsumexp(hit, 1)).mean()
+
+
+def took_action(logits: torch.Tensor, same: torch.Tensor) -> torch.Tensor:
+    """[B] bool: the top candidate is the action taken (one of ``same``)."""
+    return same.gather(1, logits.argmax(1, keepdim=True))[:, 0]
 
 
 def win_probability(value: torch.Tensor, value_loss: str) -> torch.Tensor:
@@ -258,9 +292,10 @@ def calibration(p: np.ndarray, target: np.ndarray, bins: int = 10) -> dict:
             "bins": bins}
 
 
-def agreement(pred: np.ndarray, chosen: np.ndarray, groups: np.ndarray, names: Mapping[int, str]) -> dict:
-    """Top-1 agreement overall (``all``) and per group (a bot or a generator), with the decisions counted."""
-    hit = np.asarray(pred) == np.asarray(chosen)
+def agreement(hit: np.ndarray, groups: np.ndarray, names: Mapping[int, str]) -> dict:
+    """Top-1 agreement (``hit``: the top candidate is the action taken) overall (``all``) and per group (a bot or a
+    generator), with the decisions counted."""
+    hit = np.asarray(hit, bool)
     out = {"all": (float(hit.mean()) if len(hit) else float("nan"), len(hit))}
     for g in sorted(set(np.asarray(groups).tolist())):
         sel = np.asarray(groups) == g
@@ -293,7 +328,7 @@ class KickstartModule(L.LightningModule):
 
     def _losses(self, batch):
         value, logits = self(batch)
-        pl = policy_loss(logits, batch["chosen"])
+        pl = policy_loss(logits, batch["chosen"], batch["same"])
         vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss)
         return value, logits, pl, vl
 
@@ -303,7 +338,7 @@ class KickstartModule(L.LightningModule):
     def training_step(self, batch, batch_idx):
         _, logits, pl, vl = self._losses(batch)
         loss = pl + self.hparams.value_weight * vl
-        top1 = (logits.argmax(1) == batch["chosen"]).float().mean()
+        top1 = took_action(logits, batch["same"]).float().mean()
         self.log_dict({"train/loss": loss, "train/policy_loss": pl, "train/value_loss": vl, "train/top1": top1},
                       on_step=False, on_epoch=True, batch_size=len(batch["chosen"]))
         return loss
@@ -312,7 +347,7 @@ class KickstartModule(L.LightningModule):
         value, logits, pl, vl = self._losses(batch)
         n = len(batch["chosen"])
         self._val.append({
-            "pred": logits.argmax(1).cpu().numpy(), "chosen": batch["chosen"].cpu().numpy(),
+            "hit": took_action(logits, batch["same"]).cpu().numpy(),
             "bot": batch["bot"].cpu().numpy(), "generator": batch["generator"].cpu().numpy(),
             "p": win_probability(value, self.hparams.value_loss).detach().float().cpu().numpy(),
             "target": ((batch["outcome"].float() + 1) / 2).cpu().numpy(),
@@ -330,8 +365,8 @@ class KickstartModule(L.LightningModule):
         """Held-out figures of collected validation outputs: losses, top-1 per bot and per generator group (whether
         a harvest or escape record is the action too), calibration."""
         cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        by_bot = agreement(cat["pred"], cat["chosen"], cat["bot"], self.bot_names)
-        by_gen = agreement(cat["pred"], cat["chosen"], cat["generator"], self.generator_names)
+        by_bot = agreement(cat["hit"], cat["bot"], self.bot_names)
+        by_gen = agreement(cat["hit"], cat["generator"], self.generator_names)
         cal = calibration(cat["p"], cat["target"])
         scalars = {"policy_loss": float(cat["pl"].mean()), "value_loss": float(cat["vl"].mean()),
                    "top1": by_bot["all"][0], "value_ece": cal["ece"]}

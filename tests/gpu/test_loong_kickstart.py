@@ -13,7 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from gpu.loong_kickstart import DecisionDataset, KickstartModule, calibration, decode, policy_loss
+from gpu.loong_kickstart import (
+    DecisionDataset,
+    KickstartModule,
+    action_keys,
+    calibration,
+    decode,
+    policy_loss,
+    took_action,
+)
 from ops.loong_dataset import SCHEMA, DatasetError
 from ops.loong_kickstart import (
     CHECKPOINT,
@@ -101,6 +109,45 @@ def test_rows_decode_to_chw_planes_and_drop_what_cannot_be_a_target():
         feats = np.frombuffer(cols["features"][i], np.uint8).reshape(n, 48)
         assert np.array_equal(batch["cands"][row, :n][want[:n]].numpy(), feats[want[:n]])
         assert not batch["cands"][row][~torch.from_numpy(want)].any()  # padding and tapless candidates read 0
+
+
+def _record(kind: int, first: int = 4, heading: int = 4, end: tuple[int, int] | None = None, k: int = 0,
+            generator: int = 0, route: int = 0) -> np.ndarray:
+    """Feature bytes as core_planes_candidate writes them (docs/expert-core-planes.md, "Candidate features")."""
+    f = np.zeros(48, np.uint8)
+    f[kind] = f[3 + generator] = 127
+    if first < 4:
+        f[7 + first] = 127
+    if heading < 4:
+        f[11 + heading] = 127
+    if end is None:
+        f[29] = 127
+    else:
+        f[15], f[16] = end
+    f[20], f[27] = route, k
+    return f
+
+
+def test_the_action_taken_is_every_record_equal_to_it():
+    recs = np.stack([
+        _record(0, first=0, end=(64, 65)),                      # 0 MOVE ahead
+        _record(0, first=0, end=(64, 65), generator=1, route=9),  # 1 the harvest record of that same move
+        _record(0, first=1, end=(65, 64)),                      # 2 MOVE right
+        _record(1, heading=2, end=(66, 70), k=5, route=5),      # 3 a sprint
+        _record(1, heading=2, end=(66, 70), k=7, route=7),      # 4 another route to the same end and heading
+        _record(1, heading=3, end=(66, 70), k=5, route=5),      # 5 same end, another heading
+        _record(2, k=3), _record(2, k=4),                       # 6, 7 splits
+    ])
+    keys = action_keys(recs)
+    assert keys[0] == keys[1] and keys[3] == keys[4]
+    assert len({keys[0], keys[2], keys[3], keys[5], keys[6], keys[7]}) == 6
+    logits = torch.tensor([[0.0, 2.0, 1.0, 0.5, -1.0, 0.0, 0.0, 0.0]])
+    same = torch.tensor([[True, True] + [False] * 6])
+    p = torch.softmax(logits, 1)[0]
+    assert torch.isclose(policy_loss(logits, torch.tensor([0]), same), -torch.log(p[0] + p[1]))
+    assert torch.isclose(policy_loss(logits, torch.tensor([0])), -torch.log(p[0]))  # without: the record alone
+    assert took_action(logits, same).tolist() == [True]  # the harvest record is the move taken
+    assert took_action(logits, torch.tensor([[True] + [False] * 7])).tolist() == [False]
 
 
 def test_the_module_learns_a_fixed_batch_in_float_and_fake_mode():
