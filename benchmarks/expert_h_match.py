@@ -22,20 +22,12 @@ from tqdm import tqdm
 from bot.expert_h import compile_expert_h, expert_h_factory
 from games.loong.bots import play_game, random_bot
 from games.loong.foil import foil_bot
-from games.loong.mapgen import generate_map
-from games.loong.maps import SYMMETRIES
 from games.stats import wilson_interval
+from ops.loong_contender import BANDS  # the bands and maps of every strength bar (one copy)
+from ops.loong_contender import band_map as game_map
 
-BANDS = ((20, 27), (28, 35), (36, 43), (44, 51), (52, 59), (60, 64))
 MIN_FOIL_GAMES, MIN_RANDOM_GAMES, MIN_JUDGED = 200, 60, 20
 BAR_LOWER, GOAL = 0.5, 0.75
-
-
-def game_map(g: int, seed: int):
-    """Game g's map: bands and symmetries in turn, the side drawn inside the band from the game's seed."""
-    lo, hi = BANDS[(g // 2) % len(BANDS)]
-    side = lo + (seed * 7919 + g * 104729) % (hi - lo + 1)
-    return generate_map(side, side, SYMMETRIES[(g // 2 // len(BANDS)) % len(SYMMETRIES)], seed=seed * 1000 + g // 2)
 
 
 def play(g: int, m, me, opponent, rounds: int, seed: int, judged: bool = False):

@@ -6,6 +6,8 @@
     arena loong verify REPLAY [REPLAY ...] [--json]
     arena loong view REPLAY [--out page.html]
     arena loong league --players foil,random,build:foil-c [--maps 'SPEC;SPEC'] [--games 2] [--json]
+    arena loong contender --current build:X --contender build:Y [--games 200] [--bar 0.5] [--tolerance 0.1]
+                      [--at-current-budget] [--no-mlflow] [--json]
 
 Players are Python bots by name or registered wasm builds as ``build:<name|id>`` (resolved as the league
 resolves them, ``ops.loong_league.resolve_players``). ``ops/cli.py`` calls ``register(subparsers)`` with
@@ -182,8 +184,33 @@ def cmd_league(args: argparse.Namespace) -> int:
                         as_json=args.json, png=args.png, maps=list(config.maps))
 
 
+def cmd_contender(args: argparse.Namespace) -> int:
+    """An equal-cost contender match (ops/loong_contender.py): exit 0 pass, 1 fail, 2 refused or a bad option."""
+    from ops import loong_contender as op
+
+    config = op.ContenderConfig(games=args.games, bar=args.bar, statistic=args.statistic, tolerance=args.tolerance,
+                                at_current_budget=args.at_current_budget, meter_games=args.meter_games,
+                                max_rounds=args.max_rounds, seed=args.seed, builds=args.builds or "")
+    update, close = progress_bar(args.games, f"{args.contender} vs {args.current}")
+    try:
+        r = op.contender_match(args.current, args.contender, config,
+                               progress=lambda stage, done, total: update(done) if stage == "match" else None)
+    finally:
+        close()
+    runs = {} if args.no_mlflow else op.log_comparison(r, "arena-loong")
+    if args.json:
+        print(json.dumps({**r.summary(), "mlflow_runs": runs}, indent=2))
+    else:
+        for line in op.report_lines(r):
+            print(line)
+        if runs:
+            print(f"MLflow: experiment arena-loong, parent run {runs['parent']}, runs {runs['current']} (current) "
+                  f"and {runs['contender']} (contender), tag comparison={r.comparison}")
+    return 0 if r.verdict.passed else 1
+
+
 def register(subparsers) -> None:
-    """Add ``loong match|map|verify|view|league`` to the arena CLI's top-level subparsers."""
+    """Add ``loong match|map|verify|view|league|contender`` to the arena CLI's top-level subparsers."""
     names = ", ".join(sorted(registry()))
     lg = subparsers.add_parser("loong", help="Loong: matches, leagues, maps, replay checks and viewer")
     sub = lg.add_subparsers(dest="command", required=True)
@@ -228,3 +255,24 @@ def register(subparsers) -> None:
     lg2.add_argument("--json", action="store_true", help="print the league as JSON instead of tables")
     add_execution_args(lg2)
     lg2.set_defaults(func=cmd_league)
+    ct = sub.add_parser("contender", help="two builds of equal points a turn: metered, then a fixed match, logged "
+                                          "to MLflow as one comparison (exit 0 pass, 1 fail)")
+    ct.add_argument("--current", required=True, help="the current build, build:<name|id> (required)")
+    ct.add_argument("--contender", required=True, help="the contender build, build:<name|id> (required)")
+    ct.add_argument("--games", type=int, default=200, help="match games, even, at least 36: every size band and "
+                    "symmetry with sides swapped (default: %(default)s)")
+    ct.add_argument("--bar", type=float, default=0.5, help="pass bar on --statistic (default: %(default)s)")
+    ct.add_argument("--statistic", default="wilson_low", help="wilson_low (the Wilson 95%% lower bound of the "
+                    "contender's score rate) or score_rate (default: %(default)s)")
+    ct.add_argument("--tolerance", type=float, default=0.10, help="largest relative difference of mean points a turn "
+                    "(default: %(default)s)")
+    ct.add_argument("--at-current-budget", action="store_true", help="play a costlier contender at the current "
+                    "build's largest metered turn as its per-turn allowance instead of refusing")
+    ct.add_argument("--meter-games", type=int, default=6, help="metered games a build against the foil before the "
+                    "match (default: %(default)s)")
+    ct.add_argument("--max-rounds", type=int, default=200, help="round limit of a game (default: %(default)s)")
+    ct.add_argument("--seed", type=int, default=1, help="maps and match seeds (default: %(default)s)")
+    ct.add_argument("--builds", help=BUILDS_HELP)
+    ct.add_argument("--no-mlflow", action="store_true", help="do not log the comparison to MLflow")
+    ct.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    ct.set_defaults(func=cmd_contender)

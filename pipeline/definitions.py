@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import celldiv_league, celldiv_training, loong, loong_belief, loong_league
+from assets import celldiv_league, celldiv_training, loong, loong_belief, loong_contender, loong_league
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league]
+ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
 main_job = dg.define_asset_job(
-    "main_job", selection=dg.AssetSelection.all(),
+    "main_job",
+    # contender comparisons compare two builds a user names: materialised on demand, not by the main job
+    selection=dg.AssetSelection.all() - dg.AssetSelection.assets("loong_contender_match", "celldiv_contender_match"),
     description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
                 "build, league, batched self-play and the belief report (`make demo`).",
 )

@@ -1,0 +1,192 @@
+"""Contender comparisons as assets: two Loong builds of equal points a turn (``loong_contender_match``) and two
+Cell Division players of equal move latency (``celldiv_contender_match``), each a fixed match logged to MLflow as
+one comparison (a parent run and one child run a side, all tagged ``comparison``). docs/contenders.md.
+
+The verdict's check (``contender_passes``) is not blocking: a contender that fails its bar is a result to read,
+not a broken run, and nothing downstream consumes the comparison. Unequal costs and bad configs are one-line
+failures, before any MLflow run is opened.
+"""
+
+import json
+from urllib.parse import quote
+
+import dagster as dg
+from pydantic import Field
+
+from assets.celldiv_league import version_id
+from assets.metadata import run_metadata
+from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from bot.builds import STORE_SUBPATH
+from ops import celldiv_contender as cd_op
+from ops import loong_contender as op
+
+LOONG, CELLDIV = "loong", "celldiv"
+
+LOONG_PROFILE = {  # profile -> (games, max rounds, metered games)
+    "test": (op.MIN_GAMES, 30, 2),
+    "small": (200, 200, op.METER_GAMES),
+    "full": (400, 500, 2 * op.METER_GAMES),
+}
+CELLDIV_PROFILE = {  # profile -> (games, timed moves)
+    "test": (cd_op.MIN_GAMES, 40),
+    "small": (200, cd_op.LATENCY_MOVES),
+    "full": (1000, 5 * cd_op.LATENCY_MOVES),
+}
+
+
+def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
+    """MLflow's compare view of ``run_ids`` (model-training view)."""
+    runs = quote(json.dumps(run_ids, separators=(",", ":")))
+    exps = quote(json.dumps([experiment_id], separators=(",", ":")))
+    return f"{base.rstrip('/')}/#/compare-runs?runs={runs}&experiments={exps}&workflowType=machine_learning"
+
+
+def _verdict_metadata(v) -> dict:
+    return {
+        "verdict": dg.MetadataValue.text(v.verdict),
+        "games": dg.MetadataValue.int(v.games),
+        "score_rate": dg.MetadataValue.float(v.score_rate),
+        "wilson_low": dg.MetadataValue.float(v.wilson_low),
+        "wilson_high": dg.MetadataValue.float(v.wilson_high),
+        "elo_diff": dg.MetadataValue.float(v.elo_diff),
+        "elo_diff_low": dg.MetadataValue.float(v.elo_low),
+        "elo_diff_high": dg.MetadataValue.float(v.elo_high),
+        "bar": dg.MetadataValue.text(f"{v.statistic} >= {v.bar:g}"),
+    }
+
+
+def _logged(context, mlflow, profile, group: str, result, out) -> dict:
+    """The comparison in MLflow (parent + children) and its JSON beside the asset; the metadata of both."""
+    (out / "comparison.json").write_text(json.dumps(result.summary(), indent=2))
+    with mlflow.run(context, group, profile.name, tags={"comparison": result.comparison}) as parent:
+        runs = result.log(parent)
+        parent.log_artifact(out / "comparison.json")
+        meta = run_metadata(parent, mlflow)
+        meta["mlflow_compare"] = dg.MetadataValue.url(compare_url(mlflow.ui(), parent.experiment_id,
+                                                                  [runs["current"], runs["contender"]]))
+    meta.update({"comparison": dg.MetadataValue.text(result.comparison),
+                 "mlflow_current_run_id": dg.MetadataValue.text(runs["current"]),
+                 "mlflow_contender_run_id": dg.MetadataValue.text(runs["contender"]),
+                 "path": dg.MetadataValue.path(str(out / "comparison.json")),
+                 "current": dg.MetadataValue.text(result.current),
+                 "contender": dg.MetadataValue.text(result.contender),
+                 **_verdict_metadata(result.verdict)})
+    return meta
+
+
+def _check(asset: str, v) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        check_name="contender_passes", asset_key=asset, passed=v.passed, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"statistic": v.statistic, "value": float(v.value), "bar": float(v.bar),
+                  "score_rate": float(v.score_rate), "elo_diff": float(v.elo_diff)})
+
+
+CHECK_DESCRIPTION = ("the contender's {statistic} reached the bar fixed before the match; not blocking: a failed "
+                     "comparison is a result, not an error")
+
+
+class LoongContenderConfig(dg.Config):
+    current: str = Field(default="build:expert-h", description="the current build, build:<name|id>")
+    contender: str = Field(default="build:expert-0", description="the contender build, build:<name|id>")
+    games: int | None = Field(default=None, description=f"match games (even, at least {op.MIN_GAMES}); None: the "
+                                                         "profile's (test 36, small 200, full 400)")
+    bar: float = Field(default=0.5, description="pass bar on the statistic (a score rate)")
+    statistic: str = Field(default="wilson_low", description="'wilson_low' (the Wilson 95% lower bound of the "
+                                                             "contender's score rate) or 'score_rate'")
+    tolerance: float = Field(default=op.COST_TOLERANCE, description="largest relative difference of mean points a "
+                                                                    "turn accepted (of the current build's)")
+    at_current_budget: bool = Field(default=False, description="a costlier contender plays at the current build's "
+                                                               "largest metered turn as its per-turn allowance")
+    meter_games: int | None = Field(default=None, description="metered games a build; None: the profile's")
+    max_rounds: int | None = Field(default=None, description="round limit; None: the profile's")
+    seed: int = Field(default=1, description="maps and match seeds derive from it")
+
+
+@dg.asset(
+    group_name=LOONG, deps=["loong_wasm_build"], kinds={"wasm", "mlflow"},
+    check_specs=[dg.AssetCheckSpec("contender_passes", asset="loong_contender_match", blocking=False,
+                                   description=CHECK_DESCRIPTION)],
+)
+def loong_contender_match(context: dg.AssetExecutionContext, config: LoongContenderConfig, mlflow: MlflowResource,
+                          artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
+    """Two registered builds of equal points a turn in the judge (metered first; unequal costs refused), then a
+    match of fixed size and bar on every size band and symmetry; both sides logged to MLflow as one comparison."""
+    games, rounds, meter = LOONG_PROFILE[profile.checked()]
+    cfg = op.ContenderConfig(
+        games=config.games if config.games is not None else games, bar=config.bar, statistic=config.statistic,
+        tolerance=config.tolerance, at_current_budget=config.at_current_budget,
+        meter_games=config.meter_games if config.meter_games is not None else meter,
+        max_rounds=config.max_rounds if config.max_rounds is not None else rounds, seed=config.seed,
+        builds=str(artifact_store.store().root.joinpath(*STORE_SUBPATH)))
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "metering" or done % 10 == 0 or done == total:
+            context.log.info(f"loong_contender_match: {stage} {done}/{total}")
+
+    try:
+        result = op.contender_match(config.current, config.contender, cfg, progress)
+    except op.ContenderError as e:
+        raise dg.Failure(description=f"loong_contender_match: {e}", allow_retries=False) from None
+    version = version_id(context)
+    out = artifact_store.store().dir(LOONG, "loong_contender_match", version)
+    meta = _logged(context, mlflow, profile, LOONG, result, out)
+    artifact_store.store().publish(LOONG, "loong_contender_match", version)
+    meta.update({
+        "current_points_a_turn": dg.MetadataValue.float(result.current_cost.mean),
+        "contender_points_a_turn": dg.MetadataValue.float(result.contender_cost.mean),
+        "current_points_p99": dg.MetadataValue.int(result.current_cost.p99),
+        "contender_points_p99": dg.MetadataValue.int(result.contender_cost.p99),
+        "cost_gap": dg.MetadataValue.float(result.cost_gap),
+        "budget": dg.MetadataValue.text(f"{result.budget:,} points a turn" if result.budget else "judge default"),
+        "endings": dg.MetadataValue.json(result.reasons),
+    })
+    return dg.MaterializeResult(metadata=meta, check_results=[_check("loong_contender_match", result.verdict)])
+
+
+class CelldivContenderAssetConfig(dg.Config):
+    current: str = Field(default="hard", description="the current player: a registered name or onnx:PATH")
+    contender: str = Field(default="switching", description="the contender: a registered name or onnx:PATH")
+    games: int | None = Field(default=None, description=f"match games (even, at least {cd_op.MIN_GAMES} and two a "
+                                                         "size); None: the profile's (test 20, small 200, full 1000)")
+    sizes: str = Field(default="4-8", description="board sizes cycled through")
+    bar: float = Field(default=0.5, description="pass bar on the statistic (a score rate)")
+    statistic: str = Field(default="wilson_low", description="'wilson_low' or 'score_rate'")
+    tolerance: float = Field(default=cd_op.LATENCY_TOLERANCE, description="largest relative difference of median "
+                                                                          "move latency accepted")
+    latency_moves: int | None = Field(default=None, description="timed positions; None: the profile's")
+    seed: int = Field(default=0, description="starts, sampling players and timed positions derive from it")
+
+
+@dg.asset(
+    group_name=CELLDIV, kinds={"python", "mlflow"},
+    check_specs=[dg.AssetCheckSpec("contender_passes", asset="celldiv_contender_match", blocking=False,
+                                   description=CHECK_DESCRIPTION)],
+)
+def celldiv_contender_match(context: dg.AssetExecutionContext, config: CelldivContenderAssetConfig,
+                            mlflow: MlflowResource, artifact_store: ArtifactStoreResource,
+                            profile: ProfileResource) -> dg.MaterializeResult:
+    """Two Cell Division players of equal move latency (timed first on the same positions; unequal latency
+    refused), then a match of fixed size and bar; both sides logged to MLflow as one comparison."""
+    from ops.celldiv_players import register_store_players
+
+    games, moves = CELLDIV_PROFILE[profile.checked()]
+    register_store_players(artifact_store.store())
+    cfg = cd_op.CelldivContenderConfig(
+        games=config.games if config.games is not None else games, sizes=config.sizes, bar=config.bar,
+        statistic=config.statistic, tolerance=config.tolerance,
+        latency_moves=config.latency_moves if config.latency_moves is not None else moves, seed=config.seed)
+    try:
+        result = cd_op.contender_match(config.current, config.contender, cfg)
+    except op.ContenderError as e:
+        raise dg.Failure(description=f"celldiv_contender_match: {e}", allow_retries=False) from None
+    version = version_id(context)
+    out = artifact_store.store().dir(CELLDIV, "celldiv_contender_match", version)
+    meta = _logged(context, mlflow, profile, CELLDIV, result, out)
+    artifact_store.store().publish(CELLDIV, "celldiv_contender_match", version)
+    meta.update({
+        "current_latency_us": dg.MetadataValue.float(result.current_latency.median_us),
+        "contender_latency_us": dg.MetadataValue.float(result.contender_latency.median_us),
+        "latency_gap": dg.MetadataValue.float(result.latency_gap),
+        "mean_margin": dg.MetadataValue.float(result.mean_margin),
+    })
+    return dg.MaterializeResult(metadata=meta, check_results=[_check("celldiv_contender_match", result.verdict)])
