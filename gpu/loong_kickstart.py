@@ -122,15 +122,15 @@ def action_keys(features: np.ndarray) -> np.ndarray:
     """[n, 48] candidate features -> [n] int64: equal keys for records that are the same action this turn (the
     dataset's match rule, docs/loong-dataset.md): a move by its first step, a split by its k, a sprint by its end
     cell and final heading (all in the dragon's frame, as the features hold them)."""
-    f = features.astype(np.int64)
-    kind = np.argmax(f[:, 0:3], axis=1)
+    f = features  # uint8, read a few columns at a time (tens of millions of rows: no int64 copy of the whole)
+    kind = np.argmax(f[:, 0:3], axis=1).astype(np.int64)
 
     def onehot(a: int, b: int) -> np.ndarray:  # the set byte's index, 4 when none is set
-        return np.argmax(f[:, a:b], axis=1) + 4 * (f[:, a:b].max(axis=1) == 0)
+        return np.argmax(f[:, a:b], axis=1).astype(np.int64) + 4 * (f[:, a:b].max(axis=1) == 0)
 
     move = onehot(7, 11)
-    split = f[:, 27]
-    sprint = ((f[:, 15] * 128 + f[:, 16]) * 8 + onehot(11, 15)) * 2 + (f[:, 29] > 0)
+    split = f[:, 27].astype(np.int64)
+    sprint = ((f[:, 15].astype(np.int64) * 128 + f[:, 16]) * 8 + onehot(11, 15)) * 2 + (f[:, 29] > 0)
     arg = np.where(kind == 0, move, np.where(kind == 2, split, sprint))
     return kind * (1 << 40) + arg
 
@@ -174,7 +174,8 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     kept_counts = counts[keep]
     sel = np.repeat(starts[keep] - np.concatenate([[0], np.cumsum(kept_counts)[:-1]]), kept_counts) + \
         np.arange(int(kept_counts.sum()), dtype=np.int64) if len(keep) else np.zeros(0, np.int64)
-    keys = action_keys(feats[sel])
+    features = feats[sel]
+    keys = action_keys(features)
     row_of = np.repeat(np.arange(len(keep)), kept_counts)
     kept_starts = np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64)
     same = keys == keys[kept_starts + chosen[keep]][row_of] if len(keep) else np.zeros(0, bool)
@@ -185,7 +186,7 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
         crop=_planes(binary["crop"], keep, 17, 56, "crop"),
         overview=_planes(binary["overview"], keep, 15, 16, "overview"),
         scalars=_fixed(binary["scalars"], SCALARS, "scalars")[keep],
-        features=feats[sel], taps=taps_all[sel], same=same,
+        features=features, taps=taps_all[sel], same=same,
         offsets=np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64), counts=kept_counts,
         chosen=chosen[keep], generator=generator,
         outcome=np.asarray(columns["outcome"], np.float32)[keep],
