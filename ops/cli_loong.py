@@ -4,7 +4,9 @@
                       [--max-rounds 500] [--replay-dir DIR] [--builds DIR] [--json]
     arena loong map --gen gen:32x32:rot:seed=5 --out map.json [--json]
     arena loong verify REPLAY [REPLAY ...] [--json]
-    arena loong view REPLAY [--out page.html]
+    arena loong view REPLAY [--out page.html] [--review REVIEW.jsonl]
+    arena loong review --team0 expert-0-native --team1 foil --map gen:32x32:rot:seed=2 --replay-dir DIR
+                      [--games 2] [--seed 0] [--max-rounds 200] [--network NET.npz] [--pages] [--json]
     arena loong league --players foil,random,build:foil-c [--maps 'SPEC;SPEC'] [--games 2] [--json]
     arena loong contender --current build:X --contender build:Y [--games 200] [--bar 0.5] [--tolerance 0.1]
                       [--at-current-budget] [--no-mlflow] [--json]
@@ -127,8 +129,54 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     header = _replay_json(args.replay)
     out = _out_path("--out", args.out) if args.out else header.with_suffix(".html")
-    page = write_viewer(header, out)
-    print(f"wrote {page} ({page.stat().st_size // 1024} KiB); open it in a browser")
+    review = None
+    if args.review:
+        from games.loong.replay import load_replay
+        from ops.loong_review import check_against_replay, load_review, viewer_review
+
+        r = load_review(args.review)
+        check_against_replay(r, load_replay(header))
+        review = viewer_review(r)
+    page = write_viewer(header, out, review, str(args.review or "review"))
+    note = f", {len(review['decisions'])} reviewed decisions" if review is not None else ""
+    print(f"wrote {page} ({page.stat().st_size // 1024} KiB{note}); open it in a browser")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    """Play reviewed games (ops/loong_review.py): each game's replay and its review, optionally its page."""
+    from ops import loong_review as op
+
+    factories, explainers, reviewers = op.resolve_reviewed((args.team0, args.team1), args.network or "",
+                                                           args.builds or "")
+    if not explainers:
+        raise LoongCliError(f"--team0 {args.team0} --team1 {args.team1}: neither explains its decisions "
+                            f"(reviewed players: {op.EXPERT0_NATIVE})")
+    game_map = load_map_spec(args.map)
+    update, close = progress_bar(args.games, f"reviewing {args.team0} vs {args.team1}")
+    try:
+        games = op.record_games(args.team0, args.team1, factories, game_map, games=args.games, seed=args.seed,
+                                max_rounds=args.max_rounds, replay_dir=args.replay_dir, explainers=explainers,
+                                reviewers=reviewers, progress=update)
+    finally:
+        close()
+    pages = []
+    if args.pages:
+        from games.loong.viewer import write_viewer
+
+        for g in games:
+            pages.append(str(write_viewer(g.replay, g.replay.with_suffix(".html"),
+                                          op.viewer_review(op.load_review(g.review)), str(g.review))))
+    docs = [{"replay": str(g.replay), "review": str(g.review), "decisions": g.decisions, "winner": g.winner,
+             "rounds": g.rounds, **({"page": pages[k]} if pages else {})} for k, g in enumerate(games)]
+    if args.json:
+        print(json.dumps(docs, indent=2))
+    else:
+        for d in docs:
+            print(f"{d['replay']}: {d['rounds']} rounds, {d['decisions']} reviewed decisions -> {d['review']}"
+                  + (f", page {d['page']}" if pages else ""))
+        if not pages and docs:
+            print(f"view one: arena loong view {docs[0]['replay']} --review {docs[0]['review']}")
     return 0
 
 
@@ -209,8 +257,15 @@ def cmd_contender(args: argparse.Namespace) -> int:
     return 0 if r.verdict.passed else 1
 
 
+def op_names() -> str:
+    """The players that explain their decisions (ops.loong_review)."""
+    from ops.loong_review import EXPERT0_NATIVE
+
+    return EXPERT0_NATIVE
+
+
 def register(subparsers) -> None:
-    """Add ``loong match|map|verify|view|league|contender`` to the arena CLI's top-level subparsers."""
+    """Add ``loong match|map|verify|view|review|league|contender`` to the arena CLI's top-level subparsers."""
     names = ", ".join(sorted(registry()))
     lg = subparsers.add_parser("loong", help="Loong: matches, leagues, maps, replay checks and viewer")
     sub = lg.add_subparsers(dest="command", required=True)
@@ -241,7 +296,27 @@ def register(subparsers) -> None:
     v = sub.add_parser("view", help="verify a replay, then write its self-contained HTML viewer")
     v.add_argument("replay", help="replay .json (or its stem)")
     v.add_argument("--out", help="page to write; its folder must exist (default: next to the replay, .html)")
+    v.add_argument("--review", help="a review of this replay (REPLAY.review.jsonl, written by 'arena loong review'): "
+                   "adds the decision panel (default: none)")
     v.set_defaults(func=cmd_view)
+    rv = sub.add_parser("review", help="play games with decision review: each game's replay and its review "
+                                       "(the candidates, priors and value of every decision of a bot that explains "
+                                       "itself)")
+    rv.add_argument("--team0", required=True, help=f"{op_names()} or any match player (required)")
+    rv.add_argument("--team1", required=True, help="its opponent, named the same way (required)")
+    rv.add_argument("--map", required=True,
+                    help="gen:WxH:SYM:seed=S[,kelp=F,portals=N,spawns=N] or a .json map (required)")
+    rv.add_argument("--replay-dir", required=True, help="folder for the replays and reviews, created if missing "
+                    "(required)")
+    rv.add_argument("--games", type=int, default=2, help="games, in pairs that swap sides (default: %(default)s)")
+    rv.add_argument("--seed", type=int, default=0, help="series seed (default: %(default)s)")
+    rv.add_argument("--max-rounds", type=int, default=200, help="round limit of a game (default: %(default)s)")
+    rv.add_argument("--network", help="the int8 network of expert-0-native (.npz; default: the latest published "
+                    "loong_network_int8)")
+    rv.add_argument("--builds", help=BUILDS_HELP)
+    rv.add_argument("--pages", action="store_true", help="also write each game's viewer page with its review")
+    rv.add_argument("--json", action="store_true", help="print the games as JSON")
+    rv.set_defaults(func=cmd_review)
     lg2 = sub.add_parser("league", help="round robin of Python bots and registered wasm builds, with Elo")
     lg2.add_argument("--players", default="foil,random",
                      help="comma-separated names, or build:<name|id> for wasm builds (default: %(default)s)")

@@ -20,10 +20,22 @@ Embedded data (``viewer_data``)::
                   through the map (``ray_cells``); end 0 ran out or came back, 1 stopped at kelp,
                   2 received by the dragon in the last cell
 
+    review   (only with a review, ``write_viewer(..., review=...)``; docs/loong-review.md) {reviewers, top,
+             decisions: {round: [decision, ...]}}, a decision {d: dragon, team, bot, v: win probability,
+             vl: value logit, chosen: candidate index or null, n: candidates, rest: the prior of those not
+             embedded, sim: simulations, played: action text, c: the ``top`` most likely candidates (and the
+             chosen and the teacher's ones) as [index, action text, generator, option, prior, score, end cell,
+             target cell, first move, depth, room, flags, visits, Q] (cells -1 unknown), teacher: null or
+             {played, network, teacher: [candidate, option, Q, value lost]}}
+
 Cells are strings of 2 characters per cell (base 64, ``cell = 64 * hi + lo``, ``cell = y * W + x``).
-The page exposes ``window.viewer`` (round, setRound, play, stateChecksum, canvasChecksum), honours
-``?round=N`` (and ``?play=1``) and writes ``round=N state=... canvas=...`` into ``#state``;
-``state_checksum`` computes the same state checksum in Python.
+The page exposes ``window.viewer`` (round, setRound, play, stateChecksum, canvasChecksum; with a review
+also selected, selectDragon, marks), honours ``?round=N`` (and ``?play=1``, ``?dragon=D``, and
+``?keys=K,K*3``: key presses dispatched in order once the page is up, the browser test's keyboard) and
+writes ``round=N state=... canvas=...`` (with a review ``dragon=D marks=M``) into ``#state``;
+``state_checksum`` computes the same state checksum in Python. Keys: left/right arrows step rounds,
+Home the first, space plays; with a review up/down arrows pick the previous/next reviewed dragon of the
+round and ``c`` shows or hides the candidates on the board.
 """
 
 from __future__ import annotations
@@ -137,8 +149,68 @@ def _body_delta(old: list[int], new: list[int]) -> tuple[str, int] | None:
     return pack_cells(new), 0
 
 
-def viewer_data(replay: Replay) -> dict:
-    """Re-simulate ``replay`` and build the page's data (format in the module docstring)."""
+DIRS = "NESW"
+REVIEW_TOP = 12  # candidates of a decision embedded in the page, by prior (the chosen and the teacher's as well)
+
+
+def _action_text(kind: str, args) -> str:
+    if kind == "move":
+        return f"move {DIRS[args[0]]}"
+    if kind == "sprint":
+        return "sprint " + "".join(DIRS[a] for a in args)
+    if kind == "split":
+        return f"split {args[0]}"
+    return "forfeit"
+
+
+def _cell(c) -> int:
+    return -1 if c is None else int(c)
+
+
+def _review_decision(d: dict, top: int) -> dict:
+    """One decision of a review (plain dict, ops.loong_review's format) as the page embeds it."""
+    cands = d["candidates"]
+    order = sorted(range(len(cands)), key=lambda i: (-cands[i]["prior"], i))
+    keep = set(order[:top])
+    teacher = d.get("teacher")
+    wanted = [d.get("chosen")] + ([teacher[k]["candidate"] for k in ("played", "network", "teacher")] if teacher
+                                  else [])
+    keep |= {i for i in wanted if i is not None}
+    shown = [i for i in order if i in keep]
+    rows = []
+    for i in shown:
+        c = cands[i]
+        rows.append([i, _action_text(c["kind"], c["args"]), c["generator"], c["option"], c["prior"], c["score"],
+                     _cell(c["end"]), _cell(c["target"]), -1 if c["first"] is None else c["first"], c["depth"],
+                     c["room"], " ".join(c["flags"]), c.get("visits"), c.get("q")])
+    out = {"d": d["dragon"], "team": d["team"], "bot": d["bot"], "v": d["value"], "vl": d["value_logit"],
+           "chosen": d["chosen"], "n": len(cands), "rest": sum(cands[i]["prior"] for i in range(len(cands))
+                                                              if i not in keep),
+           "sim": d.get("simulations"), "played": _action_text(d["played"]["kind"], d["played"]["args"]), "c": rows,
+           "teacher": None}
+    if teacher:
+        out["teacher"] = {k: [teacher[k]["candidate"], teacher[k]["option"], teacher[k].get("q"),
+                              teacher[k].get("value_lost")] for k in ("played", "network", "teacher")}
+    return out
+
+
+def review_data(review: dict, turns: set[tuple[int, int]], where: str, top: int = REVIEW_TOP) -> dict:
+    """The page's ``review`` entry from a review's plain data ({header, decisions}); a decision that is not a turn
+    of the replay (``turns``: (round, dragon)) is refused (ReplayError naming the review)."""
+    rounds: dict[str, list] = {}
+    for d in review["decisions"]:
+        if (d["round"], d["dragon"]) not in turns:
+            raise ReplayError(f"{where}: round {d['round']} dragon {d['dragon']}: the review's decision is not a "
+                              "turn of this replay")
+        rounds.setdefault(str(d["round"]), []).append(_review_decision(d, top))
+    for rows in rounds.values():
+        rows.sort(key=lambda r: r["d"])
+    return {"reviewers": review["header"].get("reviewers", {}), "top": top, "decisions": rounds}
+
+
+def viewer_data(replay: Replay, review: dict | None = None, review_name: str = "review") -> dict:
+    """Re-simulate ``replay`` and build the page's data (format in the module docstring); ``review``: the plain
+    data of a checked review (ops.loong_review.viewer_review), embedded for the decision panel."""
     h = replay.header
     game = Game(replay.map, replay.seed, int(h["max_rounds"]))
     hashes = h["hashes"]
@@ -187,6 +259,8 @@ def viewer_data(replay: Replay) -> dict:
         data["frames"].append(frame)
     data["teams"] = {str(i): t for i, t in sorted(teams.items())}
     data["causes"] = list(causes)
+    if review is not None:
+        data["review"] = review_data(review, {(t.round, t.dragon_id) for t in replay.turns}, review_name)
     return data
 
 
@@ -196,15 +270,18 @@ def render_html(data: dict) -> str:
     return TEMPLATE.read_text().replace(PLACEHOLDER, text)
 
 
-def write_viewer(replay_path: str | Path, out_html: str | Path) -> Path:
+def write_viewer(replay_path: str | Path, out_html: str | Path, review: dict | None = None,
+                 review_name: str = "review") -> Path:
     """Verify the replay at ``replay_path`` (ReplayError naming the field that differs), then write its
-    self-contained viewer page; returns the page's path."""
+    self-contained viewer page, with ``review``'s decision panel when given (plain data, checked by the caller:
+    ops.loong_review.load_review); returns the page's path."""
     replay = load_replay(replay_path)
     verify_replay(replay)
+    data = viewer_data(replay, review, review_name)
     out = Path(out_html)
-    out.write_text(render_html(viewer_data(replay)))
+    out.write_text(render_html(data))
     return out
 
 
-__all__ = ["pack_cells", "ray_cells", "render_html", "state_checksum", "unpack_cells", "viewer_data",
-           "write_viewer"]
+__all__ = ["REVIEW_TOP", "pack_cells", "ray_cells", "render_html", "review_data", "state_checksum", "unpack_cells",
+           "viewer_data", "write_viewer"]
