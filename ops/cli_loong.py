@@ -269,6 +269,9 @@ def register(subparsers) -> None:
     names = ", ".join(sorted(registry()))
     lg = subparsers.add_parser("loong", help="Loong: matches, leagues, maps, replay checks and viewer")
     sub = lg.add_subparsers(dest="command", required=True)
+    from ops.cli_positions import register as register_positions
+
+    register_positions(sub)
     m = sub.add_parser("match", help="play two bots against each other, sides alternating")
     m.add_argument("--team0", required=True,
                    help=f"bot whose wins are counted: {names}, or build:<name|id> for a registered build (required)")

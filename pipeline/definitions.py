@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import celldiv_league, celldiv_training, loong, loong_belief, loong_contender, loong_league
+from assets import (
+    celldiv_league,
+    celldiv_training,
+    loong,
+    loong_belief,
+    loong_contender,
+    loong_league,
+    loong_positions,
+)
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender]
+ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
