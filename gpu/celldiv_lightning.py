@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from games.celldiv.encoding import GRID, NUM_ACTIONS, offset
+from games.native_signals import native_signal_handlers_kept
 from gpu.celldiv_nets import CellDivNet, SmallPolicyNet
 
 NUM_SYMMETRIES = 8
@@ -294,6 +295,19 @@ class PositionDataModule(L.LightningDataModule):
         return DataLoader(self.val_set, batch_size=max(self.batch_size, 1024), collate_fn=_keep_batch)
 
 
+class _Trainer(L.Trainer):
+    """``L.Trainer`` whose fit and validate leave native fatal-signal handlers as they found them (Lightning resets
+    them when a fit ends: games/native_signals.py)."""
+
+    def fit(self, *args, **kwargs):
+        with native_signal_handlers_kept():
+            return super().fit(*args, **kwargs)
+
+    def validate(self, *args, **kwargs):
+        with native_signal_handlers_kept():
+            return super().validate(*args, **kwargs)
+
+
 def make_trainer(
     *,
     max_epochs: int = -1,
@@ -312,7 +326,7 @@ def make_trainer(
     if not progress_bar:
         for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    return L.Trainer(
+    return _Trainer(
         accelerator=accelerator,
         devices=1,
         max_epochs=max_epochs,

@@ -103,7 +103,8 @@ def register(sub) -> None:
     ad.add_argument("--round", type=int, required=True, help="the round of the decision (required)")
     ad.add_argument("--move", required=True, help="the correct move: 'move E', 'sprint E,E,S', 'split 3' "
                     "(directions N E S W or 0..3) (required)")
-    ad.add_argument("--accept", action="append", default=[], help="another acceptable move, repeatable")
+    ad.add_argument("--accept", action="append", default=[],
+                    help="another acceptable move, repeatable (default: none, only --move)")
     ad.add_argument("--reason", required=True, help="why the move is correct (required)")
     ad.add_argument("--library", help=LIBRARY_HELP)
     ad.add_argument("--author", help="who reviewed it (default: $ARENA_AUTHOR, else the login name)")

@@ -349,14 +349,17 @@ class RayExecutor:
         """Start or join Ray, and check that the cluster can give what this executor asks."""
         import ray
 
-        if not ray.is_initialized():
-            if self.address:
-                ray.init(address=self.address, log_to_driver=False)
-            else:
-                from ops.store import arena_home
+        from games.native_signals import native_signal_handlers_kept
 
-                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
-                         _temp_dir=str((arena_home() / "ray").resolve()))  # sessions and logs under ARENA_HOME
+        if not ray.is_initialized():
+            with native_signal_handlers_kept():  # the judge's wasm traps stay caught in this process
+                if self.address:
+                    ray.init(address=self.address, log_to_driver=False)
+                else:
+                    from ops.store import arena_home
+
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
+                             _temp_dir=str((arena_home() / "ray").resolve()))  # sessions and logs under ARENA_HOME
         self.check()
 
     def check(self) -> None:
@@ -497,8 +500,11 @@ def shutdown_ray() -> None:
     import ray
 
     if ray.is_initialized():
+        from games.native_signals import native_signal_handlers_kept
+
         RayExecutor.close()
-        ray.shutdown()
+        with native_signal_handlers_kept():  # ray.shutdown leaves SIGSEGV, SIGILL... at SIG_DFL
+            ray.shutdown()
 
 
 # ------------------------------------------------------------------------------------------ factory
