@@ -31,6 +31,14 @@ class Interrupted(KeyboardInterrupt):
         self.tally = tally if tally is not None else (partial if isinstance(partial, MatchTally) else None)
 
 
+def claim_interrupts() -> None:
+    """Put Python's own C-level SIGINT handler back (main thread only; the Python-level handler is unchanged).
+    Native libraries may install theirs at import (polars, which mlflow imports, does) and then a Ctrl-C can be
+    swallowed; code that promises Ctrl-C behaviour (a league, a series, the CLI) claims it first."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.getsignal(signal.SIGINT))
+
+
 @contextmanager
 def hold_interrupts() -> Iterator[None]:
     """Hold Ctrl-C (SIGINT) until the block ends, then deliver it to the handler that was in place.
@@ -97,6 +105,7 @@ def round_robin(
         raise ValueError(f"players listed twice: {list(players)}")
     if len(players) < 2:
         raise ValueError(f"a league needs at least two players, got {list(players)}")
+    claim_interrupts()
     if play_pair is None and map_pairs is None:
         raise ValueError("round_robin needs play_pair or map_pairs")
     jobs = [(a, b, seed * 1_000_003 + k) for k, (a, b) in enumerate(combinations(players, 2))]

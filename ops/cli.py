@@ -380,7 +380,10 @@ def _os_error(e: OSError) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from games.league import claim_interrupts
+
     try:
+        claim_interrupts()  # after the imports: a native library's own SIGINT handler would swallow Ctrl-C
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code

@@ -15,7 +15,7 @@ import numpy as np
 from games.celldiv.board import MAX_SIZE, MIN_SIZE, PositionError, State, is_over, legal_mask, margin, play
 from games.celldiv.board import random_start as _random_start
 from games.celldiv.players import Player, make_player
-from games.league import Interrupted, hold_interrupts
+from games.league import Interrupted, claim_interrupts, hold_interrupts
 from games.stats import MatchTally
 
 
@@ -106,6 +106,7 @@ def play_match(
     name_a = a if isinstance(a, str) else getattr(make_a(0), "name", "a")
     name_b = b if isinstance(b, str) else getattr(make_b(0), "name", "b")
     tally = MatchTally(name_a, name_b)
+    claim_interrupts()
     try:
         for g in range(first_game, first_game + games):
             pair = g // 2

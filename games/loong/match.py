@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from games.league import Interrupted, hold_interrupts, match_summary
+from games.league import Interrupted, claim_interrupts, hold_interrupts, match_summary
 from games.loong.bots import BotFactory, MatchResult, bot_name, play_game
 from games.loong.foil import registry
 from games.loong.maps import LoongMap
@@ -135,6 +135,7 @@ def play_series(
         raise UnknownBot(f"--max-rounds must be at least 1, got {max_rounds}")
     out = SeriesResult(MatchTally(a, b), game_map, seed, max_rounds)
     folder = check_replay_dir(replay_dir) if replay_dir is not None else None
+    claim_interrupts()
     try:
         for g in range(games):
             side = g % 2  # the team bot a plays
