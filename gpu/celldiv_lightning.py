@@ -12,10 +12,7 @@ act on the N x N board, not on the 8 x 8 grid: ``symmetry_index`` holds one gath
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
-import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -298,30 +295,16 @@ class PositionDataModule(L.LightningDataModule):
         return DataLoader(self.val_set, batch_size=max(self.batch_size, 1024), collate_fn=_keep_batch)
 
 
-@contextlib.contextmanager
-def _signals_kept():
-    """Native fatal-signal handlers (Lightning resets them when a fit ends: games/native_signals.py) and the
-    Python SIGINT handler (on a KeyboardInterrupt inside a fit Lightning sets SIGINT to SIG_IGN for good, so every
-    later Ctrl-C of the process, and of every child it starts, would be ignored) as they were before the block."""
-    main = threading.current_thread() is threading.main_thread()
-    sigint = signal.getsignal(signal.SIGINT) if main else None
-    try:
-        with native_signal_handlers_kept():
-            yield
-    finally:
-        if main and sigint is not None:
-            signal.signal(signal.SIGINT, sigint)
-
-
 class _Trainer(L.Trainer):
-    """``L.Trainer`` whose fit and validate leave the process's signal handlers as they found them."""
+    """``L.Trainer`` whose fit and validate leave native fatal-signal handlers as they found them (Lightning resets
+    them when a fit ends: games/native_signals.py)."""
 
     def fit(self, *args, **kwargs):
-        with _signals_kept():
+        with native_signal_handlers_kept():
             return super().fit(*args, **kwargs)
 
     def validate(self, *args, **kwargs):
-        with _signals_kept():
+        with native_signal_handlers_kept():
             return super().validate(*args, **kwargs)
 
 

@@ -86,36 +86,3 @@ def test_a_wasm_trap_while_and_after_ray_runs_is_still_caught():
     finally:
         shutil.rmtree(home, ignore_errors=True)
     assert r.returncode == 0 and r.stdout.strip().endswith("alive"), (r.returncode, r.stderr[-2000:])
-
-
-def test_a_ctrl_c_inside_a_fit_leaves_ctrl_c_working():
-    """Lightning answers a KeyboardInterrupt inside a fit by ignoring SIGINT for good (then SystemExit); the trainer
-    puts the handler back, so the process and the children it starts still stop on Ctrl-C."""
-    import signal
-
-    import lightning as L
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from gpu.celldiv_lightning import make_trainer
-
-    class Stops(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.w = torch.nn.Linear(2, 1)
-
-        def training_step(self, batch, i):
-            raise KeyboardInterrupt
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    before = signal.getsignal(signal.SIGINT)
-    try:
-        make_trainer(max_epochs=1, validate=False).fit(Stops(), train_dataloaders=DataLoader(
-            TensorDataset(torch.ones(2, 2)), batch_size=2))
-    except (SystemExit, KeyboardInterrupt):
-        pass
-    after = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, before)  # whatever happened, the worker keeps its handler
-    assert after is before and after is not signal.SIG_IGN
