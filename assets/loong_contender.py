@@ -74,6 +74,20 @@ def _logged(context, mlflow, profile, group: str, result, out) -> dict:
     return meta
 
 
+def _compared(context, mlflow, artifact_store, profile, group: str, asset: str, match):
+    """Run ``match()`` (a user's mistake or unequal costs: one-line failure, before any MLflow run), then store the
+    comparison under the asset's version and log it; returns the result and the metadata of both sides."""
+    try:
+        result = match()
+    except op.ContenderError as e:
+        raise dg.Failure(description=f"{asset}: {e}", allow_retries=False) from None
+    version = version_id(context)
+    out = artifact_store.store().dir(group, asset, version)
+    meta = _logged(context, mlflow, profile, group, result, out)
+    artifact_store.store().publish(group, asset, version)
+    return result, meta
+
+
 def _check(asset: str, v) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name="contender_passes", asset_key=asset, passed=v.passed, severity=dg.AssetCheckSeverity.WARN,
@@ -123,14 +137,8 @@ def loong_contender_match(context: dg.AssetExecutionContext, config: LoongConten
         if stage == "metering" or done % 10 == 0 or done == total:
             context.log.info(f"loong_contender_match: {stage} {done}/{total}")
 
-    try:
-        result = op.contender_match(config.current, config.contender, cfg, progress)
-    except op.ContenderError as e:
-        raise dg.Failure(description=f"loong_contender_match: {e}", allow_retries=False) from None
-    version = version_id(context)
-    out = artifact_store.store().dir(LOONG, "loong_contender_match", version)
-    meta = _logged(context, mlflow, profile, LOONG, result, out)
-    artifact_store.store().publish(LOONG, "loong_contender_match", version)
+    result, meta = _compared(context, mlflow, artifact_store, profile, LOONG, "loong_contender_match",
+                             lambda: op.contender_match(config.current, config.contender, cfg, progress))
     meta.update({
         "current_points_a_turn": dg.MetadataValue.float(result.current_cost.mean),
         "contender_points_a_turn": dg.MetadataValue.float(result.contender_cost.mean),
@@ -175,14 +183,8 @@ def celldiv_contender_match(context: dg.AssetExecutionContext, config: CelldivCo
         games=config.games if config.games is not None else games, sizes=config.sizes, bar=config.bar,
         statistic=config.statistic, tolerance=config.tolerance,
         latency_moves=config.latency_moves if config.latency_moves is not None else moves, seed=config.seed)
-    try:
-        result = cd_op.contender_match(config.current, config.contender, cfg)
-    except op.ContenderError as e:
-        raise dg.Failure(description=f"celldiv_contender_match: {e}", allow_retries=False) from None
-    version = version_id(context)
-    out = artifact_store.store().dir(CELLDIV, "celldiv_contender_match", version)
-    meta = _logged(context, mlflow, profile, CELLDIV, result, out)
-    artifact_store.store().publish(CELLDIV, "celldiv_contender_match", version)
+    result, meta = _compared(context, mlflow, artifact_store, profile, CELLDIV, "celldiv_contender_match",
+                             lambda: cd_op.contender_match(config.current, config.contender, cfg))
     meta.update({
         "current_latency_us": dg.MetadataValue.float(result.current_latency.median_us),
         "contender_latency_us": dg.MetadataValue.float(result.contender_latency.median_us),
