@@ -13,17 +13,21 @@ from assets import (
     loong_contender,
     loong_league,
     loong_positions,
+    loong_value,
 )
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions]
+ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions,
+                 loong_value]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
 main_job = dg.define_asset_job(
     "main_job",
-    # contender comparisons compare two builds a user names: materialised on demand, not by the main job
-    selection=dg.AssetSelection.all() - dg.AssetSelection.assets("loong_contender_match", "celldiv_contender_match"),
+    # contender comparisons compare two builds a user names: materialised on demand, not by the main job; the
+    # privileged value fit has its own job until a small-profile fit passes its (blocking) calibration check
+    selection=dg.AssetSelection.all() - dg.AssetSelection.assets("loong_contender_match", "celldiv_contender_match",
+                                                                  "loong_value_fit"),
     description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
                 "build, league, batched self-play and the belief report (`make demo`).",
 )
@@ -61,9 +65,15 @@ loong_league_pass_job = dg.define_asset_job(
                 "appended to the history); run by the sensor when a build is registered.",
 )
 
+loong_value_job = dg.define_asset_job(
+    "loong_value_job", selection=dg.AssetSelection.assets("loong_value_fit"),
+    description="Fit the privileged Loong value on recorded games: one TD(lambda) fit a horizon, the fit with the "
+                "lowest calibration log loss among those passing the calibration check kept.",
+)
+
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job, loong_league_pass_job],
+    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job, loong_league_pass_job, loong_value_job],
     schedules=[nightly_celldiv_league, nightly_loong_league],
     sensors=[loong_league.loong_new_build_sensor],
     resources={
