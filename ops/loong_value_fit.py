@@ -68,7 +68,7 @@ class ValueFitConfig:
 PROFILES = {
     "test": dict(games=3, rounds=30, bands=(20,), horizons=(20, 50), shape="v1c8l2", max_epochs=3, patience=1,
                  batch_size=32),
-    "small": dict(games=36, rounds=120, shape="v1c8l2", max_epochs=8, patience=2, batch_size=32, learning_rate=4e-3),
+    "small": dict(games=180, rounds=120, shape="v1c8l2", max_epochs=8, patience=2, batch_size=32, learning_rate=4e-3),
     "full": dict(games=3000, rounds=500, shape="v1c32l6", max_epochs=60, batch_size=256, lanes=256, threads=0,
                  device="auto"),
 }

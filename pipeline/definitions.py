@@ -25,7 +25,8 @@ all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 main_job = dg.define_asset_job(
     "main_job",
     # contender comparisons compare two builds a user names: materialised on demand, not by the main job; the
-    # privileged value fit has its own job until a small-profile fit passes its (blocking) calibration check
+    # privileged value fit (180 recorded games, several minutes here) has its own job, so the main job stays within
+    # its 15 minutes until the teacher that reads the fit exists
     selection=dg.AssetSelection.all() - dg.AssetSelection.assets("loong_contender_match", "celldiv_contender_match",
                                                                   "loong_value_fit"),
     description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
