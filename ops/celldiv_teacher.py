@@ -82,6 +82,7 @@ class TeacherConfig:
     simulations: int = 200  # simulations per self-play move searched in full (the seed: 100-400)
     considered: int = 16  # Gumbel: root actions drawn for sequential halving (the paper's m)
     gumbel_scale: float = 1.0  # Gumbel: scale of the root noise in self-play and data (0: deterministic)
+    c_scale: float = 1.0  # Gumbel: sigma(q) = (50 + max visits) * c_scale * q, q min-max rescaled (mctx: 0.1)
     full_search_fraction: float = 1.0  # playout cap randomisation: share of moves searched in full and recorded
     fast_simulations: int = 0  # simulations of the other moves (not recorded); 0: the network's prior alone
     leaves_per_tree: int = 1  # descents per tree per wave (virtual loss); >1 trades accuracy for batch size
@@ -270,6 +271,7 @@ class SearchSettings:
     temperature_moves: int = 8  # plies chosen at random: from the visits (PUCT) or the noisy Gumbel pick
     considered: int = 16  # Gumbel: root actions in sequential halving
     gumbel_scale: float = 1.0
+    c_scale: float = 1.0  # Gumbel: the weight of the rescaled completed Q in sigma (and the improved policy)
     c_puct: float = 1.25
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25  # PUCT root noise
@@ -283,6 +285,8 @@ class SearchSettings:
             raise ValueError(f"search: {self.search!r}; expected 'gumbel' or 'puct'")
         if not 0.0 < self.full_search_fraction <= 1.0:
             raise ValueError(f"full_search_fraction: must be in (0, 1], got {self.full_search_fraction}")
+        if not self.c_scale > 0:
+            raise ValueError(f"c_scale: must be above 0, got {self.c_scale}")
         if self.simulations < 1 or self.fast_simulations < 0:
             raise ValueError(f"simulations: must be >= 1 (fast_simulations >= 0), got {self.simulations} "
                              f"and {self.fast_simulations}")
@@ -303,6 +307,7 @@ def _search(game: SearchAdapter, evaluator: Callable, states: list[State], simul
     if s.search == "gumbel":
         out = run_gumbel(states, game=game, evaluator=evaluator, num_simulations=simulations, rng=rng,
                          max_num_considered_actions=s.considered, gumbel_scale=s.gumbel_scale, c_puct=s.c_puct,
+                         c_scale=s.c_scale,
                          leaves_per_tree=s.leaves_per_tree, num_actions=NUM_ACTIONS)
         res = []
         for i, ply in enumerate(plies):
@@ -501,7 +506,8 @@ def _play(executor: Executor, name: str, blob: NetBlob, starts: list[tuple[int, 
 def selfplay_settings(config: TeacherConfig) -> SearchSettings:
     return SearchSettings(
         search=config.search, simulations=config.simulations, temperature_moves=config.temperature_moves,
-        considered=config.considered, gumbel_scale=config.gumbel_scale, c_puct=config.c_puct,
+        considered=config.considered, gumbel_scale=config.gumbel_scale, c_scale=config.c_scale,
+        c_puct=config.c_puct,
         dirichlet_alpha=config.dirichlet_alpha, dirichlet_fraction=config.dirichlet_fraction,
         leaves_per_tree=config.leaves_per_tree, margin_scale=config.margin_scale,
         full_search_fraction=config.full_search_fraction, fast_simulations=config.fast_simulations,
