@@ -215,6 +215,41 @@ class LoongSim:
         self._tmpl: tuple[int, torch.Tensor] | None = None
         self.slot_hi = 1  # every lane's living dragons sit in slots below this (grows, never shrinks)
 
+    def fork(self, lanes: Sequence[int] | torch.Tensor, copies: int = 1, *, record_hashes: bool | None = None,
+             record_turns: bool | None = None) -> LoongSim:
+        """A new simulator on the same device whose lane ``j * copies + c`` is an exact copy of lane ``lanes[j]``
+        as it stands now, mid-round included (actor, limit, inboxes, echoes, spawns, ids, streams, round,
+        result; the recorded hashes when the fork records them): every per-lane tensor (``_LANE_STATE``) copied
+        along its lane dimension. The map bank is shared (maps are only ever appended to it). The copy has no
+        ``on_round_end`` hook; it records hashes / turns as this one does unless told otherwise. Playing the
+        fork never touches this simulator."""
+        if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+            raise ValueError(f"fork: copies must be a positive integer, got {copies!r}")
+        idx = torch.as_tensor(list(lanes) if not torch.is_tensor(lanes) else lanes, dtype=torch.int64,
+                              device=self.device).view(-1)
+        if len(idx) == 0:
+            raise ValueError("fork: need at least one lane")
+        if bool(((idx < 0) | (idx >= self.B)).any()):
+            raise ValueError(f"fork: lanes must lie in 0..{self.B - 1}, got {idx.tolist()[:8]}")
+        src = idx.repeat_interleave(copies)
+        new = object.__new__(LoongSim)
+        for name in _FORK_CONFIG:
+            setattr(new, name, getattr(self, name))
+        new.B = len(src)
+        new.record_hashes = self.record_hashes if record_hashes is None else record_hashes
+        new.record_turns = self.record_turns if record_turns is None else record_turns
+        new.on_round_end = None
+        new._alloc()
+        for name, dim in _LANE_STATE.items():
+            setattr(new, name, getattr(self, name).index_select(dim, src))
+        new._flat_views()
+        new.slot_hi = self.slot_hi
+        lanes_host = src.tolist()
+        new.hashes = [list(self.hashes[b]) if new.record_hashes else [] for b in lanes_host]
+        new.last = {k: v.index_select(0, src) for k, v in self.last.items()
+                    if torch.is_tensor(v) and v.dim() >= 1 and v.shape[0] == self.B}
+        return new
+
     def _flat_views(self) -> None:
         """1-D views of the state tensors the hot path gathers from and scatters into (re-made whenever a
         tensor is re-allocated): each saves a view per access, and ops are what a CPU step costs."""
@@ -781,6 +816,15 @@ class LoongSim:
         code = DRAW - 2 * alive[:, 0].long() - alive[:, 1].long()  # WON0 = 1, WON1 = 2, DRAW = 3
         self.result = torch.where(done, code, self.result)
         self.reason = torch.where(done, ELIMINATION, self.reason)
+
+
+# What a fork copies along the lane dimension (name: that dimension): every tensor of a lane's game state.
+_LANE_STATE = {"lane_map": 0, "seed": 0, "round": 0, "next_id": 0, "result": 0, "reason": 0, "limit": 0,
+               "actor": 0, "living": 0, "occ": 0, "fire_t": 1, "fire_min": 0, "period_t": 1, "spawn_cell_t": 1,
+               "sid_t": 1, "tab": 1, "ring_t": 1, "inbox_vt": 1, "inbox_dt": 1, "id_team": 0, "id_head": 0,
+               "overflow": 0, "round_ended": 0}
+# What a fork takes over as it is (sizes, caps, rules settings, the shared map bank).
+_FORK_CONFIG = ("device", "W", "H", "N", "S", "F", "R", "IB", "cap", "max_rounds", "backend", "bank")
 
 
 # Field lists written together (moved to the simulator's device as ``self._cols[name]``).

@@ -1,0 +1,209 @@
+"""The privileged teacher's root search on the batched simulator (issue 12 item 2; docs/loong-teacher.md).
+
+For each lane's current actor the candidates are the legal primitive actions: the four MOVEs (fatal ones
+included) and SPLIT k = L // 2 where the rules allow a split (L >= 2, fewer than 64 living on the team);
+sprints are left out. They are narrowed by sequential halving (Danihelka et al. 2022) with zero Gumbel
+draws (play and evaluation) and uniform priors, so each phase keeps the better half by mean rollout value
+(``gpu.loong_rollout``); ``simulations`` rollouts a decision at most.
+
+``teacher_turn(sim, lanes, ...)`` reads the simulator itself (the full state: no parallel-turn scheduler);
+``play_teacher_games(...)`` plays the teacher team against a batched policy on generated maps of one size,
+sides alternating, and returns wins-draws-losses with a Wilson interval.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from games.loong.actions import MAX_TEAM
+from games.loong.mapgen import generate_map
+from games.stats import wilson_interval
+from gpu.loong_obs import observe
+from gpu.loong_play import Policy, needs_planes
+from gpu.loong_policy import RandomPolicy
+from gpu.loong_rollout import DEFAULT_ROUNDS, actor_team, int64_bits, rollout_values
+from gpu.loong_sim import DRAW, MOVE, RUNNING, SPLIT, WON0, LoongSim, Turn
+from gpu.loong_tables import GOLDEN, SLEN, TEAM, mix64
+
+CANDIDATES = 5  # four MOVEs and one SPLIT
+DEFAULT_SIMULATIONS = 16  # placeholder
+C_VISIT, C_SCALE = 50.0, 1.0  # Gumbel MuZero's sigma constants (Danihelka et al. 2022)
+SYMS = ("lr", "tb", "rot")
+
+
+@dataclass
+class TeacherDecision:
+    """One decision per lane: ``act [L, 2]`` the chosen action, ``candidates [L, A, 2]`` and ``mask [L, A]``
+    (legal), ``values [L, A]`` each candidate's mean rollout value over all its rollouts (NaN where masked),
+    ``visits [L, A]`` its rollouts, ``choice [L]`` the chosen candidate's index."""
+
+    act: torch.Tensor
+    candidates: torch.Tensor
+    mask: torch.Tensor
+    values: torch.Tensor
+    visits: torch.Tensor
+    choice: torch.Tensor
+
+
+def candidates(sim: LoongSim, lanes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[L, 5, 2]`` the primitive candidates of each lane's actor (MOVE N, E, S, W, SPLIT L // 2) and their
+    ``[L, 5]`` legality mask (moves always; the split where the rules allow one)."""
+    fa = sim.actor.index_select(0, lanes) * sim.B + lanes
+    rows = sim.rows(fa)
+    L, team = rows[:, SLEN], rows[:, TEAM]
+    living = sim.living.view(-1).index_select(0, lanes * 2 + team)
+    n = len(lanes)
+    cand = torch.zeros(n, CANDIDATES, 2, dtype=torch.int64, device=sim.device)
+    cand[:, :4, 0] = MOVE
+    cand[:, :4, 1] = torch.arange(4, device=sim.device)
+    cand[:, 4, 0], cand[:, 4, 1] = SPLIT, L // 2
+    mask = torch.ones(n, CANDIDATES, dtype=torch.bool, device=sim.device)
+    mask[:, 4] = (L >= 2) & (living < MAX_TEAM)
+    return cand, mask
+
+
+def sigma(q: torch.Tensor, visits: torch.Tensor) -> torch.Tensor:
+    """Gumbel MuZero's monotone transform of values in [0, 1]: ``(C_VISIT + max visits of the lane) * C_SCALE
+    * q`` (Danihelka et al. 2022, their constants)."""
+    return (C_VISIT + visits.max(1, keepdim=True).values.float()) * C_SCALE * q
+
+
+def halving_schedule(simulations: int, width: int = CANDIDATES) -> list[int]:
+    """Rollouts per remaining candidate in each phase: ceil(log2 width) phases, phase k with nominally
+    ceil(width / 2^k) candidates left gets max(1, simulations // (phases * left)) each (Gumbel MuZero's
+    budget split; the total stays within ``simulations`` where that allows one rollout a candidate)."""
+    phases = max(1, math.ceil(math.log2(width)))
+    return [max(1, simulations // (phases * math.ceil(width / 2 ** k))) for k in range(phases)]
+
+
+def decision_seeds(sim: LoongSim, lanes: torch.Tensor, seed: int) -> torch.Tensor:
+    """``[L]`` a seed per decision: (seed, the game's seed, round, actor id), so a game's draws do not depend
+    on the other games of the batch."""
+    aid = sim.actor_ids().index_select(0, lanes)
+    s = torch.as_tensor(int64_bits(seed), dtype=torch.int64, device=sim.device)
+    base = mix64(s ^ mix64(sim.seed.index_select(0, lanes)))
+    return mix64(base + (sim.round.index_select(0, lanes) * 4096 + aid) * GOLDEN)
+
+
+@torch.no_grad()
+def teacher_turn(sim: LoongSim, lanes, *, simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS,
+                 seed: int = 0, value=None, gumbel: torch.Tensor | None = None) -> TeacherDecision:
+    """Root search for the current actor of each of ``lanes`` (running games): sequential halving over the
+    primitive candidates with rollout values (``gpu.loong_rollout.rollout_values``; ``value`` its hook).
+    ``gumbel [L, 5]``: Gumbel draws added to every ranking (self-play data collection); None, the default, is
+    zero draws (play and evaluation). A ranking is by ``gumbel + sigma(q)``, ``sigma(q) = (C_VISIT + max
+    visits) * C_SCALE * q`` (Gumbel MuZero's transform; with uniform priors the prior logits drop out)."""
+    if simulations < 1:
+        raise ValueError(f"teacher_turn: simulations must be >= 1, got {simulations}")
+    lanes = torch.as_tensor(lanes, dtype=torch.int64, device=sim.device).view(-1)
+    cand, legal = candidates(sim, lanes)
+    n, A = legal.shape
+    if gumbel is not None and tuple(gumbel.shape) != (n, A):
+        raise ValueError(f"teacher_turn: gumbel must be [{n}, {A}], got {tuple(gumbel.shape)}")
+    g = torch.zeros(n, A, device=sim.device) if gumbel is None else gumbel.to(sim.device, torch.float32)
+    seeds = decision_seeds(sim, lanes, seed)
+    total = torch.zeros(n, A, device=sim.device)
+    visits = torch.zeros(n, A, dtype=torch.int64, device=sim.device)
+    left = legal.clone()
+    done = 0
+    for r in halving_schedule(simulations, A):
+        live = left & (left.sum(1, keepdim=True) > 1)  # a lane down to one candidate has decided
+        if not bool(live.any()):
+            break
+        v = rollout_values(sim, lanes, cand, mask=live, rounds=rounds, rollouts=r, seed=seeds, value=value,
+                           first_rollout=done)
+        done += r
+        total += torch.where(live, v.mean.nan_to_num(0.0) * r, 0.0)
+        visits += live.long() * r
+        rank_by = torch.where(left, g + sigma(total / visits.clamp(min=1), visits), -math.inf)
+        keep = (left.sum(1) + 1) // 2
+        order = torch.sort(-rank_by, dim=1, stable=True).indices
+        rank = torch.empty_like(order).scatter_(1, order, torch.arange(A, device=sim.device).expand(n, A).clone())
+        left = left & (rank < keep[:, None])
+    values = torch.where(legal & (visits > 0), total / visits.clamp(min=1), float("nan"))
+    score = torch.where(left, g + sigma(values.nan_to_num(0.0), visits), -math.inf)
+    choice = score.argmax(1)  # the first of equals
+    act = cand[torch.arange(n, device=sim.device), choice]
+    return TeacherDecision(act, cand, legal, values, visits, choice)
+
+
+@dataclass
+class TeacherMatch:
+    """The teacher's wins-draws-losses against ``opponent`` with a Wilson 95% interval of its score rate."""
+
+    opponent: str
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    decisions: int = 0
+    seconds: float = 0.0
+    games: list[dict] = field(default_factory=list)
+
+    @property
+    def played(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / max(self.played, 1)
+
+    @property
+    def wilson(self) -> tuple[float, float]:
+        return wilson_interval(self.wins + 0.5 * self.draws, self.played)
+
+
+def teacher_maps(size: int, n_maps: int, seed: int):
+    """Generated maps of one size for the teacher's games (symmetries in turn; the generator refuses bad sizes)."""
+    return [generate_map(size, size, SYMS[i % 3], seed + i, kelp_density=0.1, portal_pairs=2) for i in range(n_maps)]
+
+
+@torch.no_grad()
+def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *, seed: int = 0,
+                       simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS, max_rounds: int = 500,
+                       value=None, device: str = "cpu") -> TeacherMatch:
+    """``games`` games on generated ``size`` x ``size`` maps (each map twice, the teacher on team 0 then on
+    team 1; so ``games`` must be even), all in one batch, strict id order; the teacher plays every dragon of
+    its team, ``opponent`` (default ``RandomPolicy``) the other team's."""
+    if games < 2 or games % 2:
+        raise ValueError(f"teacher games: need an even number of games >= 2 (sides alternate), got {games}")
+    if max_rounds < 1 or simulations < 1 or rounds < 0:
+        raise ValueError(f"teacher games: need max_rounds >= 1, simulations >= 1 and rounds >= 0, got {max_rounds}, "
+                         f"{simulations}, {rounds}")
+    opponent = opponent or RandomPolicy()
+    maps = [m for m in teacher_maps(size, games // 2, seed) for _ in range(2)]
+    sim = LoongSim(maps, seeds=[seed * 1000 + g for g in range(games)], max_rounds=max_rounds, device=device)
+    tteam = torch.arange(games, device=sim.device) % 2
+    out = TeacherMatch(str(getattr(opponent, "name", type(opponent).__name__)))
+    planes = needs_planes((opponent, opponent))
+    t0 = time.perf_counter()
+    while not sim.all_over():
+        obs = observe(sim, planes=planes)
+        turn = opponent(obs)
+        act = torch.zeros(sim.B, 2 + sim.cap, dtype=torch.int64, device=sim.device)
+        act[:, : turn.act.shape[1]] = turn.act
+        sonar = turn.sonar if turn.sonar is not None else torch.zeros(sim.B, 4, dtype=torch.int64, device=sim.device)
+        smask = (turn.sonar_mask.clone() if turn.sonar_mask is not None
+                 else torch.zeros(sim.B, 4, dtype=torch.bool, device=sim.device))
+        mine = (sim.result == RUNNING) & (actor_team(sim) == tteam)
+        if bool(mine.any()):
+            idx = mine.nonzero()[:, 0]
+            dec = teacher_turn(sim, idx, simulations=simulations, rounds=rounds, seed=seed, value=value)
+            act[idx] = 0
+            act[idx, :2] = dec.act
+            smask[idx] = False
+            out.decisions += len(idx)
+        sim.step(Turn(act, sonar, smask))
+    out.seconds = time.perf_counter() - t0
+    for g in range(games):
+        code, team = int(sim.result[g]), int(tteam[g])
+        verdict = "draw" if code == DRAW else ("win" if code == WON0 + team else "loss")
+        out.wins += verdict == "win"
+        out.draws += verdict == "draw"
+        out.losses += verdict == "loss"
+        out.games.append({"game": g, "teacher_team": team, "result": verdict, "rounds": int(sim.round[g]),
+                          "reason": int(sim.reason[g]), "scores": sim.scores()[g].tolist()})
+    return out

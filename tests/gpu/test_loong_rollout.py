@@ -1,0 +1,107 @@
+"""Rollout values: in range, deterministic from the seed, varied between copies, batched candidates equal
+one-at-a-time, a fatal first action values below a safe one, and the value hook speaks for the actor's team."""
+
+import pytest
+import torch
+
+from games.loong.mapgen import generate_map
+from games.loong.maps import E, W
+from games.loong.scenario import board, position
+from gpu.loong_obs import observe
+from gpu.loong_policy import RandomPolicy
+from gpu.loong_rollout import actor_team, rollout_values, standing
+from gpu.loong_sim import MOVE, RUNNING, LoongSim
+
+SYMS = ("lr", "tb", "rot")
+
+
+def mid_game(n=3, turns=17, seed=10):
+    maps = [generate_map(20, 20, SYMS[i % 3], seed + i, kelp_density=0.1, portal_pairs=3) for i in range(n)]
+    sim = LoongSim(maps, seeds=list(range(seed, seed + n)), max_rounds=200)
+    for _ in range(turns):
+        sim.step(RandomPolicy()(observe(sim, planes=False)))
+    assert bool((sim.result == RUNNING).all())
+    return sim
+
+
+def moves(n):
+    """``[n, 4, 2]``: the four MOVEs for each of n lanes."""
+    return torch.tensor([[MOVE, d] for d in range(4)]).expand(n, 4, 2).clone()
+
+
+def test_values_in_range_deterministic_and_varied():
+    sim = mid_game()
+    lanes = [0, 2, 1]
+    got = rollout_values(sim, lanes, moves(3), rounds=4, rollouts=3, seed=7)
+    again = rollout_values(sim, lanes, moves(3), rounds=4, rollouts=3, seed=7)
+    other = rollout_values(sim, lanes, moves(3), rounds=4, rollouts=3, seed=8)
+    assert got.mean.shape == (3, 4) and got.se.shape == (3, 4)
+    assert bool(((got.mean >= 0) & (got.mean <= 1)).all())
+    assert torch.equal(got.mean, again.mean) and torch.equal(got.se, again.se)
+    assert not torch.equal(got.mean, other.mean)
+    assert bool((got.se > 0).any()), "the copies of a candidate all played one game"
+    big = rollout_values(sim, lanes, moves(3), rounds=1, rollouts=2, seed=2**64 + 7)  # any int is a seed: mod 2^64
+    assert torch.equal(big.mean, rollout_values(sim, lanes, moves(3), rounds=1, rollouts=2, seed=7).mean)
+
+
+def test_batched_candidates_equal_one_at_a_time_and_masks():
+    sim = mid_game(seed=40)
+    acts = moves(3)
+    batched = rollout_values(sim, [1, 0, 2], acts, rounds=3, rollouts=2, seed=3)
+    for a in range(4):
+        one = rollout_values(sim, [1, 0, 2], acts[:, a: a + 1], rounds=3, rollouts=2, seed=3)
+        assert torch.equal(one.mean[:, 0], batched.mean[:, a])
+        assert torch.equal(one.se[:, 0], batched.se[:, a])
+    mask = torch.tensor([[True, False, True, True], [False] * 4, [True] * 4])
+    masked = rollout_values(sim, [1, 0, 2], acts, mask=mask, rounds=3, rollouts=2, seed=3)
+    assert bool(masked.mean[~mask].isnan().all())
+    assert torch.equal(masked.mean[mask], batched.mean[mask])
+
+
+def test_the_source_is_untouched():
+    sim = mid_game(seed=70)
+    occ, tab, rnd = sim.occ.clone(), sim.tab.clone(), sim.round.clone()
+    rollout_values(sim, [0, 1], moves(2), rounds=3, rollouts=2, seed=1)
+    assert torch.equal(sim.occ, occ) and torch.equal(sim.tab, tab) and torch.equal(sim.round, rnd)
+
+
+def hand_made():
+    """Queen 0 heading east with its body to the west: MOVE W runs into itself; MOVE E is safe."""
+    m = board(20, 20)
+    g = position(m, [(0, 0, [(5, 5), (4, 5), (3, 5), (2, 5)], E), (1, 1, [(15, 14), (16, 14), (17, 14), (18, 14)], W),
+                     (2, 0, [(5, 10), (4, 10), (3, 10)], E), (3, 1, [(15, 2), (16, 2), (17, 2)], W)], seed=5)
+    sim = LoongSim([m], max_rounds=100)
+    sim.load_game(0, g)
+    return sim
+
+
+def test_a_fatal_first_action_values_below_a_safe_one():
+    sim = hand_made()
+    assert int(sim.actor_ids()[0]) == 0
+    acts = torch.tensor([[[MOVE, W], [MOVE, E]]])
+    v = rollout_values(sim, [0], acts, rounds=5, rollouts=4, seed=11)
+    assert float(v.mean[0, 0]) + 0.1 < float(v.mean[0, 1])
+    assert float(v.mean[0, 1]) > 0.4
+
+
+def test_the_value_hook_speaks_for_the_current_actors_team():
+    """A hook that returns the standing of the current actor's team gives the default values exactly."""
+    sim = mid_game(seed=90)
+    calls = []
+
+    def hook(s):
+        calls.append(s.B)
+        return standing(s, actor_team(s))
+
+    default = rollout_values(sim, [0, 1, 2], moves(3), rounds=2, rollouts=2, seed=5)
+    hooked = rollout_values(sim, [0, 1, 2], moves(3), rounds=2, rollouts=2, seed=5, value=hook)
+    assert calls == [24]
+    assert torch.allclose(default.mean, hooked.mean)
+
+
+def test_bad_arguments_are_refused():
+    sim = mid_game(n=1, seed=3)
+    with pytest.raises(ValueError, match="actions must be"):
+        rollout_values(sim, [0], torch.zeros(4, 2, dtype=torch.int64), seed=1)
+    with pytest.raises(ValueError, match="rollouts >= 1"):
+        rollout_values(sim, [0], moves(1), rollouts=0, seed=1)
