@@ -4,6 +4,7 @@ number and size, and its searched decisions a second.
 
     .venv/bin/python benchmarks/loong_teacher.py [--games 16] [--size 20] [--max-rounds 60] [--simulations 16]
                                                  [--rounds 20] [--seed 1] [--threads 1] [--opponent random|greedy]
+    .venv/bin/python benchmarks/loong_teacher.py --bot foil   (a reference bot, in the reference engine)
     .venv/bin/python benchmarks/loong_teacher.py --throughput 16,64,256
 
 Match size and pass bar are fixed here, before any game is played: ``GAMES`` games (each map twice, sides
@@ -24,7 +25,7 @@ import torch
 from gpu.loong_obs import MOVE_FEATURES, LoongObs, observe
 from gpu.loong_policy import RandomPolicy, draws, pick
 from gpu.loong_sim import LoongSim, Turn
-from ops.loong_teacher import play_teacher_games, teacher_maps, teacher_turn
+from ops.loong_teacher import play_teacher_games, play_teacher_vs_bot, teacher_maps, teacher_turn
 
 GAMES = 16  # fixed before the games run
 SIZE = 20
@@ -80,6 +81,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--opponent", choices=sorted(OPPONENTS), default="random")
+    ap.add_argument("--value", default=None, metavar="FIT.pt",
+                    help="end each rollout on this privileged value fit (ops/loong_value_fit.py; it must have passed "
+                         "its calibration check) instead of the team's standing")
+    ap.add_argument("--bot", default=None, help="play a reference bot instead (foil, random, expert-h-native, "
+                                                 "build:NAME): games in the reference engine, lockstep with the sim")
     ap.add_argument("--throughput", default="", metavar="B,B,..",
                     help="instead of the match: decisions a second of one search call over B lanes, e.g. 16,64,256")
     ap.add_argument("--json", action="store_true")
@@ -97,11 +103,28 @@ def main() -> None:
                   f"{row['lanes']:5d} lanes: {row['seconds']:.3f} s a search call, {row['decisions_per_s']:.1f} "
                   f"decisions/s ({a.simulations} simulations, {a.rounds}-round rollouts, {a.threads} thread(s))")
         return
+    value = None
+    if a.value:
+        from gpu.loong_value_net import value_hook
+        from ops.loong_value_fit import ValueFitError, load_value_fit
+
+        try:
+            fit = load_value_fit(a.value)
+        except ValueFitError as e:
+            ap.error(str(e))
+        if not fit.passed:
+            ap.error(f"--value {a.value}: this fit failed its calibration check; the teacher reads only one that "
+                     "passed")
+        value = value_hook(fit.net)
     t0 = time.perf_counter()
     try:
-        m = play_teacher_games(a.size, a.games, OPPONENTS[a.opponent](), seed=a.seed, simulations=a.simulations,
-                               rounds=a.rounds, max_rounds=a.max_rounds)
-    except ValueError as e:  # bad arguments: one line, no traceback
+        if a.bot:
+            m = play_teacher_vs_bot(a.size, a.games, a.bot, seed=a.seed, simulations=a.simulations, rounds=a.rounds,
+                                    max_rounds=a.max_rounds, value=value)
+        else:
+            m = play_teacher_games(a.size, a.games, OPPONENTS[a.opponent](), seed=a.seed,
+                                   simulations=a.simulations, rounds=a.rounds, max_rounds=a.max_rounds, value=value)
+    except ValueError as e:  # bad arguments (an unknown bot too: UnknownBot): one line, no traceback
         ap.error(str(e))
     wall = time.perf_counter() - t0
     lo, hi = m.wilson

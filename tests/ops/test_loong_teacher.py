@@ -89,3 +89,16 @@ def test_bad_arguments_are_refused():
         teacher_maps(4, 1, 0)
     with pytest.raises(ValueError, match="simulations"):
         teacher_turn(boxed(), [0], simulations=0)
+
+
+def test_the_teacher_against_a_reference_bot_in_lockstep_with_the_reference_engine():
+    from games.loong.match import UnknownBot
+    from ops.loong_teacher import play_teacher_vs_bot
+
+    kw = dict(seed=3, simulations=4, rounds=3, max_rounds=8)
+    m = play_teacher_vs_bot(20, 2, "foil", **kw)  # every round's hash compared with the reference game's inside
+    assert m.played == 2 and m.decisions > 0 and [g["teacher_team"] for g in m.games] == [0, 1]
+    again = play_teacher_vs_bot(20, 2, "foil", **kw)
+    assert [g["result"] for g in again.games] == [g["result"] for g in m.games] and again.decisions == m.decisions
+    with pytest.raises(UnknownBot, match="nobody"):
+        play_teacher_vs_bot(20, 2, "nobody", **kw)
