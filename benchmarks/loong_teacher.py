@@ -84,6 +84,8 @@ def main() -> None:
     ap.add_argument("--value", default=None, metavar="FIT.pt",
                     help="end each rollout on this privileged value fit (ops/loong_value_fit.py; it must have passed "
                          "its calibration check) instead of the team's standing")
+    ap.add_argument("--greedy-rollouts", action="store_true",
+                    help="rollouts take a safe move onto a pearl when there is one (default: uniform safe moves)")
     ap.add_argument("--bot", default=None, help="play a reference bot instead (foil, random, expert-h-native, "
                                                  "build:NAME): games in the reference engine, lockstep with the sim")
     ap.add_argument("--throughput", default="", metavar="B,B,..",
@@ -120,10 +122,11 @@ def main() -> None:
     try:
         if a.bot:
             m = play_teacher_vs_bot(a.size, a.games, a.bot, seed=a.seed, simulations=a.simulations, rounds=a.rounds,
-                                    max_rounds=a.max_rounds, value=value)
+                                    max_rounds=a.max_rounds, value=value, greedy=a.greedy_rollouts)
         else:
             m = play_teacher_games(a.size, a.games, OPPONENTS[a.opponent](), seed=a.seed,
-                                   simulations=a.simulations, rounds=a.rounds, max_rounds=a.max_rounds, value=value)
+                                   simulations=a.simulations, rounds=a.rounds, max_rounds=a.max_rounds, value=value,
+                                   greedy=a.greedy_rollouts)
     except ValueError as e:  # bad arguments (an unknown bot too: UnknownBot): one line, no traceback
         ap.error(str(e))
     wall = time.perf_counter() - t0

@@ -30,7 +30,7 @@ import torch
 
 from gpu.loong_obs import LoongObs, observe
 from gpu.loong_policy import pick
-from gpu.loong_sim import DRAW, RUNNING, WON0, LoongSim, Turn
+from gpu.loong_sim import DRAW, PEARL, RUNNING, WON0, LoongSim, Turn
 from gpu.loong_tables import GOLDEN, mix64
 
 DEFAULT_ROUNDS = 20  # the seed's 20-round rollouts (part 5, "The teacher's leaf value")
@@ -52,13 +52,29 @@ class RolloutPolicy:
     name = "rollout"
     needs_planes = False
 
-    def __init__(self, key: torch.Tensor) -> None:
-        self.key = key
+    def __init__(self, key: torch.Tensor, sim: LoongSim | None = None) -> None:
+        self.key, self.sim = key, sim
 
     def __call__(self, obs: LoongObs) -> Turn:
         u = mix64(obs.rng ^ self.key.index_select(0, obs.lane))
-        d = pick(obs.safe, u)
+        allowed = obs.safe
+        if self.sim is not None:  # greedy: the safe moves onto a pearl when there are any
+            food = obs.safe & pearl_ahead(self.sim, obs)
+            allowed = torch.where(food.any(1, keepdim=True), food, obs.safe)
+        d = pick(allowed, u)
         return Turn(torch.stack([torch.zeros_like(d), d], 1))
+
+
+def pearl_ahead(sim: LoongSim, obs: LoongObs) -> torch.Tensor:
+    """``[B, 4]`` bool: a pearl in the cell each MOVE of the lane's current actor enters (through a portal too; the
+    rollout is privileged, so unseen cells count). Reads the occupancy ``observe`` gathered for this very state
+    (``sim.turn_cache``); observes again when the cache is stale."""
+    cache = sim.turn_cache
+    if cache is None or cache[0] != sim.version:
+        observe(sim, planes=False)
+        cache = sim.turn_cache
+    occ_t = cache[-1].view(4, -1)  # [4, B]: directions outermost
+    return (occ_t == PEARL).T
 
 
 def copy_keys(seed: int | torch.Tensor, lanes: torch.Tensor, rollouts: torch.Tensor) -> torch.Tensor:
@@ -108,11 +124,12 @@ def play_rounds(sim: LoongSim, rounds: int, policy) -> None:
 @torch.no_grad()
 def rollout_values(sim: LoongSim, lanes, actions: torch.Tensor, *, mask: torch.Tensor | None = None,
                    rounds: int = DEFAULT_ROUNDS, rollouts: int = DEFAULT_ROLLOUTS, seed: int | torch.Tensor,
-                   value=None, first_rollout: int = 0) -> RolloutValues:
+                   value=None, first_rollout: int = 0, greedy: bool = False) -> RolloutValues:
     """Mean values ``[L, A]`` (and standard errors) of candidate first actions ``actions [L, A, width]``
     (the simulator's encoding) for the current actor of each of ``lanes``, from the view of its team.
     ``mask [L, A]`` bool marks the real candidates (default all). ``seed``: an int, or one per lane ``[L]``.
-    ``first_rollout`` numbers the rollouts from there (a later batch of rollouts gets fresh draws)."""
+    ``first_rollout`` numbers the rollouts from there (a later batch of rollouts gets fresh draws). ``greedy``: the
+    rollout policy takes a safe move onto a pearl when there is one (else uniform among the safe moves)."""
     dev = sim.device
     lanes = torch.as_tensor(lanes, dtype=torch.int64, device=dev).view(-1)
     if actions.dim() != 3 or actions.shape[0] != len(lanes):
@@ -140,7 +157,7 @@ def rollout_values(sim: LoongSim, lanes, actions: torch.Tensor, *, mask: torch.T
     team = actor_team(fork)
     act = actions.to(dev, torch.int64)[j, a].index_select(0, row)
     fork.step(Turn(act))
-    play_rounds(fork, rounds, RolloutPolicy(key))
+    play_rounds(fork, rounds, RolloutPolicy(key, fork if greedy else None))
     if value is None:
         v = standing(fork, team)
     else:

@@ -91,7 +91,8 @@ def decision_seeds(sim: LoongSim, lanes: torch.Tensor, seed: int) -> torch.Tenso
 
 @torch.no_grad()
 def teacher_turn(sim: LoongSim, lanes, *, simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS,
-                 seed: int = 0, value=None, gumbel: torch.Tensor | None = None) -> TeacherDecision:
+                 seed: int = 0, value=None, gumbel: torch.Tensor | None = None,
+                 greedy: bool = False) -> TeacherDecision:
     """Root search for the current actor of each of ``lanes`` (running games): sequential halving over the
     primitive candidates with rollout values (``gpu.loong_rollout.rollout_values``; ``value`` its hook).
     ``gumbel [L, 5]``: Gumbel draws added to every ranking (self-play data collection); None, the default, is
@@ -115,7 +116,7 @@ def teacher_turn(sim: LoongSim, lanes, *, simulations: int = DEFAULT_SIMULATIONS
         if not bool(live.any()):
             break
         v = rollout_values(sim, lanes, cand, mask=live, rounds=rounds, rollouts=r, seed=seeds, value=value,
-                           first_rollout=done)
+                           first_rollout=done, greedy=greedy)
         done += r
         total += torch.where(live, v.mean.nan_to_num(0.0) * r, 0.0)
         visits += live.long() * r
@@ -164,7 +165,7 @@ def teacher_maps(size: int, n_maps: int, seed: int):
 @torch.no_grad()
 def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *, seed: int = 0,
                        simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS, max_rounds: int = 500,
-                       value=None, device: str = "cpu") -> TeacherMatch:
+                       value=None, device: str = "cpu", greedy: bool = False) -> TeacherMatch:
     """``games`` games on generated ``size`` x ``size`` maps (each map twice, the teacher on team 0 then on
     team 1; so ``games`` must be even), all in one batch, strict id order; the teacher plays every dragon of
     its team, ``opponent`` (default ``RandomPolicy``) the other team's."""
@@ -191,7 +192,7 @@ def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *,
         mine = (sim.result == RUNNING) & (actor_team(sim) == tteam)
         if bool(mine.any()):
             idx = mine.nonzero()[:, 0]
-            dec = teacher_turn(sim, idx, simulations=simulations, rounds=rounds, seed=seed, value=value)
+            dec = teacher_turn(sim, idx, simulations=simulations, rounds=rounds, seed=seed, value=value, greedy=greedy)
             act[idx] = 0
             act[idx, :2] = dec.act
             smask[idx] = False
@@ -212,14 +213,14 @@ def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *,
 @torch.no_grad()
 def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int = 0,
                         simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS, max_rounds: int = 500,
-                        value=None, device: str = "cpu", bots=None) -> TeacherMatch:
+                        value=None, device: str = "cpu", bots=None, greedy: bool = False) -> TeacherMatch:
     """The teacher against a reference bot (``games.loong.match.bot_factory``: foil, random, the native and judged
     builds), on the same generated maps as ``play_teacher_games`` (each map twice, sides swapped). Each game is a
     reference ``Game``, played as a match plays it (the bot decides on its own observation; a bot's failure is its
     dragon's forfeit), kept in lockstep with one simulator lane on which the teacher searches its own dragons'
     turns; the lane's hash is compared with the game's after every round (``Mismatch`` if they ever differ)."""
     from games.loong.actions import Forfeit
-    from games.loong.bots import _Seat, ask_bot
+    from games.loong.bots import _Seat, ask_bot, standings
     from games.loong.engine import Game
     from games.loong.match import bot_factory
     from games.loong.observation import observe as observe_reference
@@ -251,7 +252,8 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
         mine = [b for b, a in enumerate(actors) if a is not None and ref[b].dragons[a].team == tteam[b]]
         chosen = {}
         if mine:
-            dec = teacher_turn(sim, mine, simulations=simulations, rounds=rounds, seed=seed, value=value)
+            dec = teacher_turn(sim, mine, simulations=simulations, rounds=rounds, seed=seed, value=value,
+                               greedy=greedy)
             out.decisions += len(mine)
             for j, b in enumerate(mine):
                 d = ref[b].dragons[actors[b]]
@@ -291,5 +293,5 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
         out.draws += verdict == "draw"
         out.losses += verdict == "loss"
         out.games.append({"game": b, "teacher_team": tteam[b], "result": verdict, "rounds": g.round,
-                          "reason": g.result.reason})
+                          "reason": g.result.reason, "standings": standings(g)})
     return out

@@ -105,3 +105,23 @@ def test_bad_arguments_are_refused():
         rollout_values(sim, [0], torch.zeros(4, 2, dtype=torch.int64), seed=1)
     with pytest.raises(ValueError, match="rollouts >= 1"):
         rollout_values(sim, [0], moves(1), rollouts=0, seed=1)
+
+
+def test_the_greedy_rollout_policy_takes_the_pearl_next_to_the_head():
+    from games.loong.maps import N, S
+    from gpu.loong_rollout import RolloutPolicy, pearl_ahead
+
+    m = board(20, 20)
+    # queen 0 at (5, 5) heading east; a pearl just south of her head; enemies far away
+    g = position(m, [(0, 0, [(5, 5), (4, 5)], E), (1, 1, [(15, 14), (16, 14)], W)], pearls=[(5, 6)], seed=1)
+    sim = LoongSim([m] * 8, max_rounds=50)
+    for b in range(8):
+        sim.load_game(b, g)
+    obs = observe(sim, planes=False)
+    ahead = pearl_ahead(sim, obs)
+    assert ahead[:, S].all() and not ahead[:, [N, E, W]].any()
+    keys = torch.arange(8, dtype=torch.int64) * 7919
+    greedy = RolloutPolicy(keys, sim)(obs).act[:, 1]
+    uniform = RolloutPolicy(keys)(obs).act[:, 1]
+    assert (greedy == S).all()  # every copy eats, whatever its draws
+    assert len(set(uniform.tolist())) > 1  # the uniform rule spreads over the safe moves
