@@ -55,12 +55,14 @@ from games.celldiv.players import UnknownPlayer, WeightsError, make_player, play
 from games.league import Interrupted, match_summary
 from ops.cli_common import (
     EXIT_INTERRUPTED,
+    add_contender_args,
     add_execution_args,
     console,
     executor_from,
     interrupted_note,
     print_league,
     progress_bar,
+    report_comparison,
 )
 from ops.store import ArtifactStore
 
@@ -144,7 +146,6 @@ def cmd_celldiv_league(args: argparse.Namespace) -> int:
 def cmd_celldiv_contender(args: argparse.Namespace) -> int:
     """An equal-latency contender match (ops/celldiv_contender.py): exit 0 pass, 1 fail, 2 refused or a bad option."""
     from ops import celldiv_contender as op
-    from ops.loong_contender import log_comparison, report_lines
 
     _register_store_players()
     config = op.CelldivContenderConfig(games=args.games, sizes=args.sizes, bar=args.bar, statistic=args.statistic,
@@ -154,16 +155,7 @@ def cmd_celldiv_contender(args: argparse.Namespace) -> int:
         r = op.contender_match(args.current, args.contender, config, progress=update)
     finally:
         close()
-    runs = {} if args.no_mlflow else log_comparison(r, "arena-celldiv")
-    if args.json:
-        print(json.dumps({**r.summary(), "mlflow_runs": runs}, indent=2))
-    else:
-        for line in report_lines(r):
-            print(line)
-        if runs:
-            print(f"MLflow: experiment arena-celldiv, parent run {runs['parent']}, runs {runs['current']} (current) "
-                  f"and {runs['contender']} (contender), tag comparison={r.comparison}")
-    return 0 if r.verdict.passed else 1
+    return report_comparison(r, "arena-celldiv", args)
 
 
 # -- play ----------------------------------------------------------------------------------------
@@ -334,20 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     pl.set_defaults(func=cmd_celldiv_play)
     ct = sub.add_parser("contender", help="two players of equal move latency: timed, then a fixed match, logged to "
                                           "MLflow as one comparison (exit 0 pass, 1 fail)")
-    ct.add_argument("--current", required=True, help="the current player: a name or onnx:PATH (required)")
-    ct.add_argument("--contender", required=True, help="the contender: a name or onnx:PATH (required)")
-    ct.add_argument("--games", type=int, default=200, help="match games, even, at least 20 and two a size "
-                    "(default: %(default)s)")
+    add_contender_args(ct, what="player: a name or onnx:PATH", games_help="even, at least 20 and two a size",
+                       tolerance_help="median move latency", seed=0, seed_help="starts, sampling and timed positions")
     ct.add_argument("--sizes", default="4-8", help="board sizes cycled through (default: %(default)s)")
-    ct.add_argument("--bar", type=float, default=0.5, help="pass bar on --statistic (default: %(default)s)")
-    ct.add_argument("--statistic", default="wilson_low", help="wilson_low or score_rate (default: %(default)s)")
-    ct.add_argument("--tolerance", type=float, default=0.10, help="largest relative difference of median move "
-                    "latency (default: %(default)s)")
     ct.add_argument("--latency-moves", type=int, default=200, help="positions each player is timed on "
                     "(default: %(default)s)")
-    ct.add_argument("--seed", type=int, default=0, help="starts, sampling and timed positions (default: %(default)s)")
-    ct.add_argument("--no-mlflow", action="store_true", help="do not log the comparison to MLflow")
-    ct.add_argument("--json", action="store_true", help="print the comparison as JSON")
     ct.set_defaults(func=cmd_celldiv_contender)
     for module in EXTENSIONS:
         try:

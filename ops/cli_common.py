@@ -104,3 +104,36 @@ def executor_from(args):
     from ops.execution import make_executor
 
     return make_executor(args.backend, args.workers, os.environ.get("ARENA_RAY_ADDRESS", ""))
+
+
+def add_contender_args(parser, *, what: str, games_help: str, tolerance_help: str, seed: int, seed_help: str) -> None:
+    """The options both games' ``contender`` commands share: the two sides, the match's size and bar, the cost
+    tolerance, the seed, MLflow and JSON output; ``what`` names a side (e.g. "build, build:<name|id>")."""
+    parser.add_argument("--current", required=True, help=f"the current {what} (required)")
+    parser.add_argument("--contender", required=True, help=f"the contender {what} (required)")
+    parser.add_argument("--games", type=int, default=200, help=f"match games, {games_help} (default: %(default)s)")
+    parser.add_argument("--bar", type=float, default=0.5, help="pass bar on --statistic (default: %(default)s)")
+    parser.add_argument("--statistic", default="wilson_low", help="wilson_low (the Wilson 95%% lower bound of the "
+                        "contender's score rate) or score_rate (default: %(default)s)")
+    parser.add_argument("--tolerance", type=float, default=0.10,
+                        help=f"largest relative difference of {tolerance_help} (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=seed, help=f"{seed_help} (default: %(default)s)")
+    parser.add_argument("--no-mlflow", action="store_true", help="do not log the comparison to MLflow")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+def report_comparison(result, experiment: str, args) -> int:
+    """Log a contender comparison to MLflow (unless ``--no-mlflow``), print it (``--json`` or lines) and return the
+    exit code: 0 when the contender passed its bar, 1 when it did not."""
+    from ops.loong_contender import log_comparison, report_lines
+
+    runs = {} if args.no_mlflow else log_comparison(result, experiment)
+    if args.json:
+        print(json.dumps({**result.summary(), "mlflow_runs": runs}, indent=2))
+    else:
+        for line in report_lines(result):
+            print(line)
+        if runs:
+            print(f"MLflow: experiment {experiment}, parent run {runs['parent']}, runs {runs['current']} (current) "
+                  f"and {runs['contender']} (contender), tag comparison={result.comparison}")
+    return 0 if result.verdict.passed else 1

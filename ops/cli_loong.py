@@ -32,12 +32,14 @@ from games.loong.maps import KELP, LoongMap
 from games.loong.match import UnknownBot, check_replay_dir, play_series
 from ops.cli_common import (
     EXIT_INTERRUPTED,
+    add_contender_args,
     add_execution_args,
     console,
     executor_from,
     interrupted_note,
     print_league,
     progress_bar,
+    report_comparison,
 )
 from ops.loong_league import DEFAULT_MAPS, LoongLeagueConfig, resolve_players
 
@@ -245,16 +247,7 @@ def cmd_contender(args: argparse.Namespace) -> int:
                                progress=lambda stage, done, total: update(done) if stage == "match" else None)
     finally:
         close()
-    runs = {} if args.no_mlflow else op.log_comparison(r, "arena-loong")
-    if args.json:
-        print(json.dumps({**r.summary(), "mlflow_runs": runs}, indent=2))
-    else:
-        for line in op.report_lines(r):
-            print(line)
-        if runs:
-            print(f"MLflow: experiment arena-loong, parent run {runs['parent']}, runs {runs['current']} (current) "
-                  f"and {runs['contender']} (contender), tag comparison={r.comparison}")
-    return 0 if r.verdict.passed else 1
+    return report_comparison(r, "arena-loong", args)
 
 
 def op_names() -> str:
@@ -335,22 +328,13 @@ def register(subparsers) -> None:
     lg2.set_defaults(func=cmd_league)
     ct = sub.add_parser("contender", help="two builds of equal points a turn: metered, then a fixed match, logged "
                                           "to MLflow as one comparison (exit 0 pass, 1 fail)")
-    ct.add_argument("--current", required=True, help="the current build, build:<name|id> (required)")
-    ct.add_argument("--contender", required=True, help="the contender build, build:<name|id> (required)")
-    ct.add_argument("--games", type=int, default=200, help="match games, even, at least 36: every size band and "
-                    "symmetry with sides swapped (default: %(default)s)")
-    ct.add_argument("--bar", type=float, default=0.5, help="pass bar on --statistic (default: %(default)s)")
-    ct.add_argument("--statistic", default="wilson_low", help="wilson_low (the Wilson 95%% lower bound of the "
-                    "contender's score rate) or score_rate (default: %(default)s)")
-    ct.add_argument("--tolerance", type=float, default=0.10, help="largest relative difference of mean points a turn "
-                    "(default: %(default)s)")
+    add_contender_args(ct, what="build, build:<name|id>", games_help="even, at least 36: every size band and "
+                       "symmetry with sides swapped", tolerance_help="mean points a turn", seed=1,
+                       seed_help="maps and match seeds")
     ct.add_argument("--at-current-budget", action="store_true", help="play a costlier contender at the current "
                     "build's largest metered turn as its per-turn allowance instead of refusing")
     ct.add_argument("--meter-games", type=int, default=6, help="metered games a build against the foil before the "
                     "match (default: %(default)s)")
     ct.add_argument("--max-rounds", type=int, default=200, help="round limit of a game (default: %(default)s)")
-    ct.add_argument("--seed", type=int, default=1, help="maps and match seeds (default: %(default)s)")
     ct.add_argument("--builds", help=BUILDS_HELP)
-    ct.add_argument("--no-mlflow", action="store_true", help="do not log the comparison to MLflow")
-    ct.add_argument("--json", action="store_true", help="print the comparison as JSON")
     ct.set_defaults(func=cmd_contender)

@@ -41,3 +41,18 @@ def in_a_clean_process(request) -> bool:
                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-2000:])
     return False
+
+
+@pytest.fixture(scope="session")
+def random_and_foil_builds(tmp_path_factory):
+    """A builds root holding the random and foil C bots, registered as ``random-c`` and ``foil-c`` (compiled once a
+    test worker; read-only for the tests that use it)."""
+    from pathlib import Path
+
+    from bot.builds import build_from_source
+
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path_factory.mktemp("random-and-foil") / "builds"
+    build_from_source(root, [repo / "bot/c/random_bot.c"], name="random-c")
+    build_from_source(root, [repo / "bot/c/foil.c"], name="foil-c")
+    return root

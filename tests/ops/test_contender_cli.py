@@ -2,23 +2,16 @@
 prints its figures (or JSON), logs to MLflow under ARENA_HOME, and exits 0 on pass, 1 on fail."""
 
 import json
-from pathlib import Path
 
 import mlflow
 import pytest
 
-from bot.builds import build_from_source
 from ops.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli-contender") / "builds"
-    build_from_source(root, [REPO / "bot/c/random_bot.c"], name="random-c")
-    build_from_source(root, [REPO / "bot/c/foil.c"], name="foil-c")
-    return root
+@pytest.fixture
+def builds(random_and_foil_builds):
+    return random_and_foil_builds
 
 
 @pytest.fixture

@@ -9,22 +9,11 @@ from pathlib import Path
 import pytest
 
 from assets.loong_contender import celldiv_contender_match, loong_contender_match
-from bot.builds import build_from_source
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    root = tmp_path_factory.mktemp("asset-contender") / "builds"
-    build_from_source(root, [REPO / "bot/c/random_bot.c"], name="random-c")
-    build_from_source(root, [REPO / "bot/c/foil.c"], name="foil-c")
-    return root
 
 
 @pytest.fixture
-def with_builds(resources, compiled, tmp_path):
-    shutil.copytree(compiled, tmp_path / "artifacts" / "loong" / "builds")
+def with_builds(resources, random_and_foil_builds, tmp_path):
+    shutil.copytree(random_and_foil_builds, tmp_path / "artifacts" / "loong" / "builds")
     return resources
 
 
