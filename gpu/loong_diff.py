@@ -40,6 +40,8 @@ from gpu.loong_sim import (
 )
 
 Chooser = Callable[[Game, int, np.random.Generator], tuple[Action, Sonar | None]]
+# (sim, games, actors) -> {lane: (action, sonar)} for the lanes it decides (lockstep's ``decide``)
+BatchChooser = Callable[[LoongSim, list[Game], list[int | None]], dict[int, tuple[Action, Sonar | None]]]
 
 
 class Mismatch(AssertionError):
@@ -111,10 +113,13 @@ def _survives(game: Game, i: int, action: Action) -> bool:
     return trial.dragons[i].alive
 
 
-def lockstep(games: Sequence[Game], choose: Chooser = chaos_choice, seed: int = 0, **sim_kwargs) -> LoongSim:
+def lockstep(games: Sequence[Game], choose: Chooser = chaos_choice, seed: int = 0, *,
+             decide: BatchChooser | None = None, **sim_kwargs) -> LoongSim:
     """Play ``games`` (between rounds, all one board size) to the end in both engines; returns the sim
     (``sim.diff_checks``: hashes compared). Checks every lane's hash after every round and the acting
-    order before every turn."""
+    order before every turn. ``decide(sim, games, actors)``, when given, is asked first at every step, with the
+    simulator in the state the turn starts from and each lane's actor (None in a finished game); the lanes it
+    answers (lane -> (action, sonar)) take its turns, the others ``choose``'s."""
     games = list(games)
     max_rounds = {g.max_rounds for g in games}
     if len(max_rounds) != 1:
@@ -131,12 +136,17 @@ def lockstep(games: Sequence[Game], choose: Chooser = chaos_choice, seed: int = 
     sim.diff_checks = len(games)  # hashes compared (the loaded states count once each)
     while not all(g.over for g in games):
         ids = sim.actor_ids().tolist()
-        rows, vals, masks, acted = [], [], [], {}
-        for b, g in enumerate(games):
-            a = g.next_actor()
+        actors = [g.next_actor() for g in games]
+        for b, (g, a) in enumerate(zip(games, actors, strict=True)):
             if (a if a is not None else -1) != ids[b]:
                 raise Mismatch(f"lane {b} round {g.round} turn {turns}: reference actor {a}, batched {ids[b]}")
-            action, sonar = (Forfeit("idle"), None) if a is None else choose(g, a, rng)
+        decided = decide(sim, games, actors) if decide is not None else {}
+        rows, vals, masks, acted = [], [], [], {}
+        for b, (g, a) in enumerate(zip(games, actors, strict=True)):
+            if a is None:
+                action, sonar = Forfeit("idle"), None
+            else:
+                action, sonar = decided[b] if b in decided else choose(g, a, rng)
             if a is not None:
                 acted[b] = (a, action, sonar)
             rows.append(encode_action(action, cap))

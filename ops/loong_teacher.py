@@ -217,15 +217,14 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
     """The teacher against a reference bot (``games.loong.match.bot_factory``: foil, random, the native and judged
     builds), on the same generated maps as ``play_teacher_games`` (each map twice, sides swapped). Each game is a
     reference ``Game``, played as a match plays it (the bot decides on its own observation; a bot's failure is its
-    dragon's forfeit), kept in lockstep with one simulator lane on which the teacher searches its own dragons'
-    turns; the lane's hash is compared with the game's after every round (``Mismatch`` if they ever differ)."""
-    from games.loong.actions import Forfeit
+    dragon's forfeit), kept in lockstep with one simulator lane (``gpu.loong_diff.lockstep``: hashes compared after
+    every round, ``Mismatch`` if they ever differ), on which the teacher searches its own dragons' turns."""
     from games.loong.bots import _Seat, ask_bot, standings
     from games.loong.engine import Game
     from games.loong.match import bot_factory
     from games.loong.observation import observe as observe_reference
-    from gpu.loong_diff import _check
-    from gpu.loong_sim import decode_action, encode_action, encode_sonar
+    from gpu.loong_diff import lockstep
+    from gpu.loong_sim import decode_action
 
     if games < 2 or games % 2:
         raise ValueError(f"teacher games: need an even number of games >= 2 (sides alternate), got {games}")
@@ -233,58 +232,31 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
     maps = [m for m in teacher_maps(size, games // 2, seed) for _ in range(2)]
     seeds = [seed * 1000 + g for g in range(games)]
     ref = [Game(m, s, max_rounds) for m, s in zip(maps, seeds, strict=True)]
-    sim = LoongSim(maps, seeds=seeds, max_rounds=max_rounds, record_hashes=True, device=device)
-    for b, g in enumerate(ref):
-        sim.load_game(b, g)
-        _check(sim, b, g, "loaded")
-        g.begin_round()
+    lane = {id(g): b for b, g in enumerate(ref)}
     tteam = [g % 2 for g in range(games)]
-    seats = [{i: _Seat(factory, i, d.team, seeds[b]) for i, d in g.dragons.items() if d.team != tteam[b]}
-             for b, g in enumerate(ref)]
+    seats: list[dict[int, _Seat]] = [{} for _ in ref]  # the bot's dragons, seated at their first turn
     out = TeacherMatch(bot)
+
+    def teacher(sim, games_, actors):
+        mine = [b for b, a in enumerate(actors) if a is not None and games_[b].dragons[a].team == tteam[b]]
+        if not mine:
+            return {}
+        dec = teacher_turn(sim, mine, simulations=simulations, rounds=rounds, seed=seed, value=value, greedy=greedy)
+        out.decisions += len(mine)
+        picks = {}
+        for j, b in enumerate(mine):
+            d = games_[b].dragons[actors[b]]
+            picks[b] = (decode_action(dec.act[j].tolist(), len(d.body), games_[b].living[d.team], sim.cap), None)
+        return picks
+
+    def the_bot(g, a, rng):
+        b = lane[id(g)]
+        if a not in seats[b]:
+            seats[b][a] = _Seat(factory, a, g.dragons[a].team, seeds[b])
+        return ask_bot(seats[b][a], observe_reference(g, a), g)
+
     t0 = time.perf_counter()
-    while not all(g.over for g in ref):
-        actors = [None if g.over else g.next_actor() for g in ref]
-        ids = sim.actor_ids().tolist()
-        for b, a in enumerate(actors):
-            if (a if a is not None else -1) != ids[b]:
-                raise RuntimeError(f"lane {b} round {ref[b].round}: reference actor {a}, batched {ids[b]}")
-        mine = [b for b, a in enumerate(actors) if a is not None and ref[b].dragons[a].team == tteam[b]]
-        chosen = {}
-        if mine:
-            dec = teacher_turn(sim, mine, simulations=simulations, rounds=rounds, seed=seed, value=value,
-                               greedy=greedy)
-            out.decisions += len(mine)
-            for j, b in enumerate(mine):
-                d = ref[b].dragons[actors[b]]
-                chosen[b] = (decode_action(dec.act[j].tolist(), len(d.body), ref[b].living[d.team], sim.cap), None)
-        rows, vals, masks, acted = [], [], [], {}
-        for b, (g, a) in enumerate(zip(ref, actors, strict=True)):
-            if a is None:
-                action, sonar = Forfeit("idle"), None
-            elif b in chosen:
-                action, sonar = chosen[b]
-            else:
-                action, sonar = ask_bot(seats[b][a], observe_reference(g, a), g)
-            if a is not None:
-                acted[b] = (a, action, sonar)
-            rows.append(encode_action(action, sim.cap))
-            v, m = encode_sonar(sonar)
-            vals.append(v)
-            masks.append(m)
-        sim.step(Turn(torch.tensor(rows, device=sim.device), torch.tensor(vals, device=sim.device),
-                      torch.tensor(masks, device=sim.device)))
-        for b, (a, action, sonar) in acted.items():
-            g = ref[b]
-            team = g.dragons[a].team
-            outcome = g.turn(a, action, sonar)
-            if outcome.born is not None and team != tteam[b]:
-                seats[b][outcome.born] = _Seat(factory, outcome.born, team, seeds[b])
-            if g.next_actor() is None:
-                g.end_round()
-                _check(sim, b, g, f"after {a}: {action}")
-                if not g.over:
-                    g.begin_round()
+    lockstep(ref, the_bot, seed, decide=teacher, device=device)
     out.seconds = time.perf_counter() - t0
     for b, g in enumerate(ref):
         winner = g.result.winner
