@@ -24,6 +24,7 @@ import torch
 
 from gpu.loong_obs import MOVE_FEATURES, LoongObs, observe
 from gpu.loong_policy import RandomPolicy, draws, pick
+from gpu.loong_rollout import ROLLOUT_POLICIES
 from gpu.loong_sim import LoongSim, Turn
 from ops.loong_teacher import play_teacher_games, play_teacher_vs_bot, teacher_maps, teacher_turn
 
@@ -84,10 +85,16 @@ def main() -> None:
     ap.add_argument("--value", default=None, metavar="FIT.pt",
                     help="end each rollout on this privileged value fit (ops/loong_value_fit.py; it must have passed "
                          "its calibration check) instead of the team's standing")
-    ap.add_argument("--greedy-rollouts", action="store_true",
-                    help="rollouts take a safe move onto a pearl when there is one (default: uniform safe moves)")
+    ap.add_argument("--rollout-policy", choices=ROLLOUT_POLICIES, default="uniform",
+                    help="every dragon's rule in the rollouts (gpu/loong_rollout.RolloutPolicy): uniform safe moves, "
+                         "greedy (a safe move onto a pearl first), strike (greedy with the foil's head-on threat)")
     ap.add_argument("--bot", default=None, help="play a reference bot instead (foil, random, expert-h-native, "
                                                  "build:NAME): games in the reference engine, lockstep with the sim")
+    ap.add_argument("--network", default=None, metavar="NETWORK.npz",
+                    help="with --bot expert-0-native: the int8 network (loong_network_int8's network.npz) the plain "
+                         "network bot plays: the seed's teacher check")
+    ap.add_argument("--standing-weights", default="", metavar="Q,L,T",
+                    help="weights of the standing's three shares (queen length, longest, total); default equal")
     ap.add_argument("--throughput", default="", metavar="B,B,..",
                     help="instead of the match: decisions a second of one search call over B lanes, e.g. 16,64,256")
     ap.add_argument("--json", action="store_true")
@@ -118,15 +125,38 @@ def main() -> None:
             ap.error(f"--value {a.value}: this fit failed its calibration check; the teacher reads only one that "
                      "passed")
         value = value_hook(fit.net)
+    if a.standing_weights:
+        if value is not None:
+            ap.error("--standing-weights values rollouts by the standing: not with --value")
+        from gpu.loong_rollout import actor_team, standing
+
+        try:
+            weights = tuple(float(x) for x in a.standing_weights.split(","))
+            standing(LoongSim([teacher_maps(a.size, 1, 0)[0]]), torch.zeros(1, dtype=torch.int64), weights)
+        except ValueError as e:
+            ap.error(f"--standing-weights {a.standing_weights!r}: {e}")
+
+        def value(sim):  # the standing of the current actor's team, reweighted
+            return standing(sim, actor_team(sim), weights)
     t0 = time.perf_counter()
     try:
         if a.bot:
+            bots = None
+            if a.network:
+                from bot.expert0 import NATIVE_NAME, expert0_factory
+                from bot.int8_expert import load as load_network
+                from games.loong.match import registry
+
+                try:
+                    bots = {**registry(), NATIVE_NAME: expert0_factory(load_network(a.network))}
+                except ValueError as e:  # load names the file and the field
+                    ap.error(f"--network: {e}")
             m = play_teacher_vs_bot(a.size, a.games, a.bot, seed=a.seed, simulations=a.simulations, rounds=a.rounds,
-                                    max_rounds=a.max_rounds, value=value, greedy=a.greedy_rollouts)
+                                    max_rounds=a.max_rounds, value=value, policy=a.rollout_policy, bots=bots)
         else:
             m = play_teacher_games(a.size, a.games, OPPONENTS[a.opponent](), seed=a.seed,
                                    simulations=a.simulations, rounds=a.rounds, max_rounds=a.max_rounds, value=value,
-                                   greedy=a.greedy_rollouts)
+                                   policy=a.rollout_policy)
     except ValueError as e:  # bad arguments (an unknown bot too: UnknownBot): one line, no traceback
         ap.error(str(e))
     wall = time.perf_counter() - t0

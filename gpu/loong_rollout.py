@@ -28,10 +28,11 @@ from typing import NamedTuple
 
 import torch
 
+from games.loong.maps import KELP
 from gpu.loong_obs import LoongObs, observe
 from gpu.loong_policy import pick
-from gpu.loong_sim import DRAW, PEARL, RUNNING, WON0, LoongSim, Turn
-from gpu.loong_tables import GOLDEN, mix64
+from gpu.loong_sim import DRAW, PEARL, RUNNING, WON0, LoongSim, Turn, gat
+from gpu.loong_tables import GOLDEN, HEADC, SLEN, TAILC, TEAM, mix64, unpack_step
 
 DEFAULT_ROUNDS = 20  # the seed's 20-round rollouts (part 5, "The teacher's leaf value")
 DEFAULT_ROLLOUTS = 4  # placeholder
@@ -45,24 +46,135 @@ class RolloutValues(NamedTuple):
     se: torch.Tensor
 
 
+ROLLOUT_POLICIES = ("uniform", "greedy", "strike", "seek")
+SEEK_RADIUS = 24  # the pearl field's reach in crossings; beyond it a dragon moves at random (placeholder)
+
+
 class RolloutPolicy:
-    """Uniform among the moves that do not look fatal (any move when all do), like ``RandomPolicy``, but drawn
-    from ``mix64(obs.rng ^ key[lane])``: per-copy draws (module docstring)."""
+    """Every dragon's move in a rollout, one batched rule for both teams, drawn from ``mix64(obs.rng ^
+    key[lane])``: per-copy draws (module docstring). ``rule``:
+
+    - ``uniform``: uniform among the moves that do not look fatal (any move when all do), ``RandomPolicy``'s rule;
+    - ``greedy``: the same, but among the safe moves onto a pearl when there are any (privileged: a portal's far
+      cell counts);
+    - ``strike``: ``greedy`` with the threat of head-ons, the foil's own habit (games/loong/foil.py, steps 4-5): a
+      worker next to the head of an enemy queen, or of an enemy worker at least as long as itself, moves into it
+      (the head-on kills both); otherwise the safe moves whose cell no enemy head next to it could strike next
+      (for a queen every enemy worker's head, for a worker those at least as long) come first, pearls first among
+      them. Moves only, no sprints: a sprint's reach is wider, so the threat is understated;
+    - ``seek``: ``strike``, but towards the nearest pearl: among the safe (and calm) moves, those whose cell is
+      fewest crossings from a pearl (``pearl_field``, on the board as the round began, bodies solid) within
+      ``SEEK_RADIUS``.
+
+    Placeholder rules, kept while they gain strength at equal cost.
+
+    ``sim`` is the simulator the observations come from (``greedy`` and ``strike`` read its full state)."""
 
     name = "rollout"
     needs_planes = False
 
-    def __init__(self, key: torch.Tensor, sim: LoongSim | None = None) -> None:
-        self.key, self.sim = key, sim
+    def __init__(self, key: torch.Tensor, sim: LoongSim | None = None, rule: str = "uniform") -> None:
+        if rule not in ROLLOUT_POLICIES:
+            raise ValueError(f"rollout policy: unknown rule {rule!r} (known: {', '.join(ROLLOUT_POLICIES)})")
+        if rule != "uniform" and sim is None:
+            raise ValueError(f"rollout policy {rule!r} reads the simulator's state: pass sim")
+        self.key, self.sim, self.rule = key, sim, rule
+        self._field = None  # (round, [B, N + 1]): the pearl field, computed once a round
+        self._nxt = None
+
+    def _crossings(self) -> torch.Tensor:
+        if self._nxt is None:
+            self._nxt = crossings(self.sim)
+        return self._nxt
 
     def __call__(self, obs: LoongObs) -> Turn:
         u = mix64(obs.rng ^ self.key.index_select(0, obs.lane))
         allowed = obs.safe
-        if self.sim is not None:  # greedy: the safe moves onto a pearl when there are any
-            food = obs.safe & pearl_ahead(self.sim, obs)
-            allowed = torch.where(food.any(1, keepdim=True), food, obs.safe)
+        if self.rule in ("strike", "seek"):
+            strike, threat, target = head_on_moves(self.sim, obs)
+            calm = allowed & ~threat
+            allowed = torch.where(calm.any(1, keepdim=True), calm, allowed)
+        if self.rule == "seek":  # the allowed moves nearest a pearl
+            if self._field is None or self._field[0] != int(self.sim.round.max()):
+                self._field = (int(self.sim.round.max()), pearl_field(self.sim, self._crossings()))
+            far = SEEK_RADIUS + 1
+            dist = torch.where(allowed, self._field[1].gather(1, target.clamp(max=self.sim.N)), far)
+            allowed = allowed & (dist == dist.min(1, keepdim=True).values)
+        elif self.rule != "uniform":  # the safe (and calm) moves onto a pearl when there are any
+            food = allowed & pearl_ahead(self.sim, obs)
+            allowed = torch.where(food.any(1, keepdim=True), food, allowed)
+        if self.rule in ("strike", "seek"):
+            allowed = torch.where(strike.any(1, keepdim=True), strike, allowed)
         d = pick(allowed, u)
         return Turn(torch.stack([torch.zeros_like(d), d], 1))
+
+
+def head_on_moves(sim: LoongSim, obs: LoongObs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(strike [B, 4], threat [B, 4], target [B, 4])`` for each lane's current actor (the rows of
+    ``observe(sim)``); ``target``: each move's cell (N, the trash cell, across kelp);
+    ``strike``: the move's cell holds the head of an enemy queen or of an enemy worker at least as long as the
+    actor, and the actor is a worker; ``threat``: a head next to the move's cell (one more crossing, portals
+    included) belongs to an enemy worker that would strike the actor there (any, for a queen; one at least as
+    long, for a worker). Full state (a rollout is privileged)."""
+    B, N = obs.lane.shape[0], sim.N
+    lane, own_len, team = obs.lane, obs.length, obs.team
+    queen = obs.dragon_id < 2
+    mi = gat(sim.lane_map, lane)
+    fa = sim.actor.index_select(0, lane) * sim.B + lane
+    head = sim.rows(fa)[:, HEADC]
+    packed = sim.bank.t["step_packed"]
+    dirs = torch.arange(4, device=sim.device)
+
+    def step(cells: torch.Tensor) -> torch.Tensor:  # [B, k] cells -> [B, k, 4] the cells one crossing on
+        key = (mi.view(B, 1, 1) * N + cells.clamp(max=N - 1)[..., None]) * 4 + dirs
+        t, _, kind, _ = unpack_step(packed.index_select(0, key.view(-1)).view(key.shape))
+        return torch.where((kind == KELP) | (cells[..., None] == N), N, t)  # N: the lane's trash cell, no head
+
+    def enemy_head(cells: torch.Tensor):  # [B, ...] -> (is an enemy head, its length, is a queen)
+        shape = cells.shape
+        c = cells.reshape(B, -1)
+        occ = sim.occ_f.index_select(0, (lane[:, None] * (N + 1) + c).view(-1)).view(c.shape)
+        slot = occ.clamp(min=0)
+        rows = sim.rows((slot * sim.B + lane[:, None]).view(-1)).view(*c.shape, -1)
+        sid = sim.sid_t.view(-1).index_select(0, (slot * sim.B + lane[:, None]).view(-1)).view(c.shape)
+        hit = (occ >= 0) & (rows[..., HEADC] == c) & (rows[..., TEAM] != team[:, None]) & (sid >= 0)
+        return hit.view(shape), rows[..., SLEN].view(shape), (sid < 2).view(shape)
+
+    target = step(head[:, None])[:, 0]  # [B, 4]
+    hit, length, their_queen = enemy_head(target)
+    strike = ~queen[:, None] & hit & (their_queen | (length >= own_len[:, None]))
+    hit2, length2, queen2 = enemy_head(step(target))  # [B, 4, 4]
+    striker = hit2 & ~queen2 & (queen[:, None, None] | (length2 >= own_len[:, None, None]))
+    return strike, striker.any(2), target
+
+
+def crossings(sim: LoongSim) -> torch.Tensor:
+    """``[B, N, 4]`` the cell one crossing from each cell in each direction on each lane's map (N across kelp)."""
+    N = sim.N
+    key = (sim.lane_map.view(-1, 1, 1) * N + torch.arange(N, device=sim.device).view(1, N, 1)) * 4 \
+        + torch.arange(4, device=sim.device)
+    t, _, kind, _ = unpack_step(sim.bank.t["step_packed"].index_select(0, key.view(-1)).view(key.shape))
+    return torch.where(kind == KELP, N, t)
+
+
+def pearl_field(sim: LoongSim, nxt: torch.Tensor, radius: int = SEEK_RADIUS) -> torch.Tensor:
+    """``[B, N + 1]`` int64: each cell's number of crossings to the nearest pearl through free cells (a segment's
+    cell is solid, as the foil's search has it), ``radius + 1`` where none is within ``radius`` (the trash cell N
+    too); ``nxt``: ``crossings(sim)``. Breadth-first by ``radius`` rounds of relaxation at most."""
+    B, N = sim.B, sim.N
+    occ = sim.occ[:, :N]
+    far = radius + 1
+    d = torch.where(occ == PEARL, 0, far)
+    free = occ < 0
+    pad = torch.full((B, 1), far, dtype=d.dtype, device=sim.device)
+    flat = nxt.view(B, N * 4)
+    for _ in range(radius):
+        nd = torch.cat([d, pad], 1).gather(1, flat).view(B, N, 4).min(2).values + 1
+        new = torch.where(free, torch.minimum(d, nd), d)
+        if torch.equal(new, d):
+            break
+        d = new
+    return torch.cat([d.clamp(max=far), pad], 1)
 
 
 def pearl_ahead(sim: LoongSim, obs: LoongObs) -> torch.Tensor:
@@ -77,6 +189,25 @@ def pearl_ahead(sim: LoongSim, obs: LoongObs) -> torch.Tensor:
     return (occ_t == PEARL).T
 
 
+def fatal_moves(sim: LoongSim, lanes: torch.Tensor | None = None) -> torch.Tensor:
+    """``[L, 4]`` bool: MOVE N, E, S, W of each lane's current actor kills it at once by the rules, judged on the
+    full state (the teacher's privilege; ``Game.safe_moves``'s rule): crossing kelp, or entering a cell that holds
+    a segment other than the actor's own tail (which moves away: a move onto it eats no pearl). Through a portal
+    the far cell counts, seen or not."""
+    lanes = sim.lanes if lanes is None else torch.as_tensor(lanes, dtype=torch.int64, device=sim.device).view(-1)
+    n = lanes.shape[0]
+    fa = sim.actor.index_select(0, lanes) * sim.B + lanes
+    cols = sim.rows(fa).unbind(1)
+    L, head, tail = cols[SLEN], cols[HEADC], cols[TAILC]
+    mi = gat(sim.lane_map, lanes)
+    key = ((mi * sim.N + head) * 4)[:, None] + torch.arange(4, device=sim.device)  # [n, 4]
+    word = sim.bank.t["step_packed"].index_select(0, key.view(-1)).view(n, 4)
+    target, _, kind, _ = unpack_step(word)
+    occ = sim.occ_f.index_select(0, (lanes[:, None] * (sim.N + 1) + target).view(-1)).view(n, 4)
+    own_tail = (target == torch.where(L >= 2, tail, -1)[:, None]) & (occ != PEARL)
+    return (kind == KELP) | ((occ >= 0) & ~own_tail)
+
+
 def copy_keys(seed: int | torch.Tensor, lanes: torch.Tensor, rollouts: torch.Tensor) -> torch.Tensor:
     """The rollout policy's key of each copy: a function of (seed, lane, rollout) only (``[n]`` each)."""
     s = torch.as_tensor(int64_bits(seed) if isinstance(seed, int) else seed, dtype=torch.int64, device=lanes.device)
@@ -88,13 +219,20 @@ def int64_bits(x: int) -> int:
     return (x + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
-def standing(sim: LoongSim, team: torch.Tensor) -> torch.Tensor:
-    """``[B]`` float in [0, 1]: the standing of ``team [B]`` in each lane (module docstring)."""
+STANDING_WEIGHTS = (1.0, 1.0, 1.0)  # queen length, longest, total: equal (placeholder)
+
+
+def standing(sim: LoongSim, team: torch.Tensor, weights=STANDING_WEIGHTS) -> torch.Tensor:
+    """``[B]`` float in [0, 1]: the standing of ``team [B]`` in each lane (module docstring); ``weights``: of the
+    three shares (queen length, longest, total), normalised to sum 1."""
     s = sim.scores().float()  # [B, 2, 3]: queen length, longest, total
     own = s.gather(1, team.view(-1, 1, 1).expand(-1, 1, 3))[:, 0]
     other = s.gather(1, (1 - team).view(-1, 1, 1).expand(-1, 1, 3))[:, 0]
     tot = own + other
-    share = torch.where(tot > 0, own / tot.clamp(min=1), torch.full_like(tot, 0.5)).mean(1)
+    w = torch.as_tensor(weights, dtype=torch.float32, device=sim.device)
+    if w.shape != (3,) or bool((w < 0).any()) or float(w.sum()) <= 0:
+        raise ValueError(f"standing: weights must be three non-negative numbers, not all 0; got {weights!r}")
+    share = (torch.where(tot > 0, own / tot.clamp(min=1), torch.full_like(tot, 0.5)) * (w / w.sum())).sum(1)
     return torch.where(sim.result == RUNNING, share, outcome(sim, team))
 
 
@@ -124,12 +262,12 @@ def play_rounds(sim: LoongSim, rounds: int, policy) -> None:
 @torch.no_grad()
 def rollout_values(sim: LoongSim, lanes, actions: torch.Tensor, *, mask: torch.Tensor | None = None,
                    rounds: int = DEFAULT_ROUNDS, rollouts: int = DEFAULT_ROLLOUTS, seed: int | torch.Tensor,
-                   value=None, first_rollout: int = 0, greedy: bool = False) -> RolloutValues:
+                   value=None, first_rollout: int = 0, policy: str = "uniform") -> RolloutValues:
     """Mean values ``[L, A]`` (and standard errors) of candidate first actions ``actions [L, A, width]``
     (the simulator's encoding) for the current actor of each of ``lanes``, from the view of its team.
     ``mask [L, A]`` bool marks the real candidates (default all). ``seed``: an int, or one per lane ``[L]``.
-    ``first_rollout`` numbers the rollouts from there (a later batch of rollouts gets fresh draws). ``greedy``: the
-    rollout policy takes a safe move onto a pearl when there is one (else uniform among the safe moves)."""
+    ``first_rollout`` numbers the rollouts from there (a later batch of rollouts gets fresh draws). ``policy``: the
+    rollout policy's rule (``RolloutPolicy``: uniform, greedy, strike)."""
     dev = sim.device
     lanes = torch.as_tensor(lanes, dtype=torch.int64, device=dev).view(-1)
     if actions.dim() != 3 or actions.shape[0] != len(lanes):
@@ -157,7 +295,7 @@ def rollout_values(sim: LoongSim, lanes, actions: torch.Tensor, *, mask: torch.T
     team = actor_team(fork)
     act = actions.to(dev, torch.int64)[j, a].index_select(0, row)
     fork.step(Turn(act))
-    play_rounds(fork, rounds, RolloutPolicy(key, fork if greedy else None))
+    play_rounds(fork, rounds, RolloutPolicy(key, fork, policy))
     if value is None:
         v = standing(fork, team)
     else:

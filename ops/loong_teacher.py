@@ -25,7 +25,14 @@ from games.stats import wilson_interval
 from gpu.loong_obs import observe
 from gpu.loong_play import Policy, needs_planes
 from gpu.loong_policy import RandomPolicy
-from gpu.loong_rollout import DEFAULT_ROUNDS, actor_team, int64_bits, rollout_values
+from gpu.loong_rollout import (
+    DEFAULT_ROUNDS,
+    ROLLOUT_POLICIES,
+    actor_team,
+    fatal_moves,
+    int64_bits,
+    rollout_values,
+)
 from gpu.loong_sim import DRAW, MOVE, RUNNING, SPLIT, WON0, LoongSim, Turn
 from gpu.loong_tables import GOLDEN, SLEN, TEAM, mix64
 
@@ -39,7 +46,9 @@ SYMS = ("lr", "tb", "rot")
 class TeacherDecision:
     """One decision per lane: ``act [L, 2]`` the chosen action, ``candidates [L, A, 2]`` and ``mask [L, A]``
     (legal), ``values [L, A]`` each candidate's mean rollout value over all its rollouts (NaN where masked),
-    ``visits [L, A]`` its rollouts, ``choice [L]`` the chosen candidate's index."""
+    ``visits [L, A]`` its rollouts, ``choice [L]`` the chosen candidate's index, ``fatal [L, A]`` the moves that
+    kill the actor at once by the rules (``gpu.loong_rollout.fatal_moves``), ``policy [L, A]`` the improved
+    policy (``improved_policy``)."""
 
     act: torch.Tensor
     candidates: torch.Tensor
@@ -47,6 +56,8 @@ class TeacherDecision:
     values: torch.Tensor
     visits: torch.Tensor
     choice: torch.Tensor
+    fatal: torch.Tensor
+    policy: torch.Tensor
 
 
 def candidates(sim: LoongSim, lanes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,44 +103,101 @@ def decision_seeds(sim: LoongSim, lanes: torch.Tensor, seed: int) -> torch.Tenso
 @torch.no_grad()
 def teacher_turn(sim: LoongSim, lanes, *, simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS,
                  seed: int = 0, value=None, gumbel: torch.Tensor | None = None,
-                 greedy: bool = False) -> TeacherDecision:
-    """Root search for the current actor of each of ``lanes`` (running games): sequential halving over the
-    primitive candidates with rollout values (``gpu.loong_rollout.rollout_values``; ``value`` its hook).
-    ``gumbel [L, 5]``: Gumbel draws added to every ranking (self-play data collection); None, the default, is
-    zero draws (play and evaluation). A ranking is by ``gumbel + sigma(q)``, ``sigma(q) = (C_VISIT + max
-    visits) * C_SCALE * q`` (Gumbel MuZero's transform; with uniform priors the prior logits drop out)."""
-    if simulations < 1:
-        raise ValueError(f"teacher_turn: simulations must be >= 1, got {simulations}")
+                 policy: str = "uniform") -> TeacherDecision:
+    """Root search for the current actor of each of ``lanes`` (running games) over its primitive candidates
+    (``candidates``) with uniform priors: ``search`` (its docstring has the rules). ``gumbel [L, 5]``: Gumbel draws
+    added to every ranking (self-play data collection); None, the default, is zero draws (play and evaluation)."""
     lanes = torch.as_tensor(lanes, dtype=torch.int64, device=sim.device).view(-1)
     cand, legal = candidates(sim, lanes)
+    return search(sim, lanes, cand, legal, simulations=simulations, rounds=rounds, seed=seed, value=value,
+                  gumbel=gumbel, policy=policy)
+
+
+@torch.no_grad()
+def search(sim: LoongSim, lanes, cand: torch.Tensor, legal: torch.Tensor, *, logits: torch.Tensor | None = None,
+           simulations: int = DEFAULT_SIMULATIONS, considered: int | None = None, rounds: int = DEFAULT_ROUNDS,
+           seed: int = 0, value=None, gumbel: torch.Tensor | None = None, policy: str = "uniform") -> TeacherDecision:
+    """Gumbel MuZero's root (Danihelka et al. 2022) for the current actor of each of ``lanes`` over candidate
+    actions ``cand [L, A, width]`` (the simulator's encoding; ``legal [L, A]`` the real ones) with prior
+    ``logits [L, A]`` (None: uniform), leaves valued by rollouts (``gpu.loong_rollout.rollout_values``, rule
+    ``policy``, leaf value ``value``):
+
+    1. the ``considered`` candidates (default all) with the highest ``gumbel + logits`` enter;
+    2. sequential halving: ceil(log2 considered) phases, phase k giving each candidate still in
+       max(1, simulations // (phases * ceil(considered / 2^k))) rollouts (``halving_schedule``), then keeping the
+       better half by ``gumbel + logits + sigma(q)``, q a candidate's mean over all its rollouts so far,
+       ``sigma(q) = (C_VISIT + max visits) * C_SCALE * q``; each phase continues the rollout numbering (fresh
+       draws, common to the candidates still in);
+    3. the choice: the survivor (the first of equals); ``policy``: the improved policy
+       ``softmax(logits + sigma(completed q))``, an unvisited candidate's q completed by the prior-weighted mean of
+       the visited ones' (Gumbel MuZero's completion without a value estimate).
+
+    A MOVE that kills the actor at once by the rules (``fatal_moves``) is valued with the first phase's rollouts,
+    then dropped while another candidate is not certainly fatal: a certain death is never the choice when there is
+    another (nor takes an entry slot from one). ``gumbel``: None, the default, is zero draws (play and every
+    evaluation)."""
+    if policy not in ROLLOUT_POLICIES:
+        raise ValueError(f"teacher search: unknown rollout policy {policy!r} (known: {', '.join(ROLLOUT_POLICIES)})")
+    if simulations < 1:
+        raise ValueError(f"teacher search: simulations must be >= 1, got {simulations}")
+    dev = sim.device
+    lanes = torch.as_tensor(lanes, dtype=torch.int64, device=dev).view(-1)
     n, A = legal.shape
+    if cand.dim() != 3 or tuple(cand.shape[:2]) != (n, A):
+        raise ValueError(f"teacher search: candidates must be [{n}, {A}, width], got {tuple(cand.shape)}")
+    m = A if considered is None else max(1, min(int(considered), A))
     if gumbel is not None and tuple(gumbel.shape) != (n, A):
-        raise ValueError(f"teacher_turn: gumbel must be [{n}, {A}], got {tuple(gumbel.shape)}")
-    g = torch.zeros(n, A, device=sim.device) if gumbel is None else gumbel.to(sim.device, torch.float32)
+        raise ValueError(f"teacher search: gumbel must be [{n}, {A}], got {tuple(gumbel.shape)}")
+    g = torch.zeros(n, A, device=dev) if gumbel is None else gumbel.to(dev, torch.float32)
+    prior = torch.zeros(n, A, device=dev) if logits is None else logits.to(dev, torch.float32)
+    prior = torch.where(legal, prior, -1e9)
+    legal = legal.to(dev, torch.bool)
+    cand = cand.to(dev, torch.int64)
+    first = cand[..., 1].clamp(0, 3)
+    fatal = legal & (cand[..., 0] == MOVE) & fatal_moves(sim, lanes).gather(1, first)
+    has_other = (legal & ~fatal).any(1, keepdim=True)
     seeds = decision_seeds(sim, lanes, seed)
-    total = torch.zeros(n, A, device=sim.device)
-    visits = torch.zeros(n, A, dtype=torch.int64, device=sim.device)
-    left = legal.clone()
+    total = torch.zeros(n, A, device=dev)
+    visits = torch.zeros(n, A, dtype=torch.int64, device=dev)
+    arange = torch.arange(A, device=dev).expand(n, A)
+
+    def ranked(score: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:  # the top `keep` of each row of score
+        order = torch.sort(-score, dim=1, stable=True).indices
+        rank = torch.empty_like(order).scatter_(1, order, arange.clone())
+        return rank < keep[:, None]
+
+    entry = legal & ~(fatal & has_other)
+    left = entry & ranked(torch.where(entry, g + prior, -math.inf), torch.full((n,), m, device=dev))
+    left |= fatal & legal & (left.sum(1, keepdim=True) > 1)  # certain deaths get their first-phase value
     done = 0
-    for r in halving_schedule(simulations, A):
+    for r in halving_schedule(simulations, m):
         live = left & (left.sum(1, keepdim=True) > 1)  # a lane down to one candidate has decided
         if not bool(live.any()):
             break
         v = rollout_values(sim, lanes, cand, mask=live, rounds=rounds, rollouts=r, seed=seeds, value=value,
-                           first_rollout=done, greedy=greedy)
+                           first_rollout=done, policy=policy)
         done += r
         total += torch.where(live, v.mean.nan_to_num(0.0) * r, 0.0)
         visits += live.long() * r
-        rank_by = torch.where(left, g + sigma(total / visits.clamp(min=1), visits), -math.inf)
-        keep = (left.sum(1) + 1) // 2
-        order = torch.sort(-rank_by, dim=1, stable=True).indices
-        rank = torch.empty_like(order).scatter_(1, order, torch.arange(A, device=sim.device).expand(n, A).clone())
-        left = left & (rank < keep[:, None])
-    values = torch.where(legal & (visits > 0), total / visits.clamp(min=1), float("nan"))
-    score = torch.where(left, g + sigma(values.nan_to_num(0.0), visits), -math.inf)
+        left = left & ~(fatal & has_other)  # a certain death, valued once, goes no further while another is not
+        score = torch.where(left, g + prior + sigma(total / visits.clamp(min=1), visits), -math.inf)
+        left = left & ranked(score, (left.sum(1) + 1) // 2)  # of the candidates still in
+    q = torch.where(legal & (visits > 0), total / visits.clamp(min=1), float("nan"))
+    score = torch.where(left & ~(fatal & has_other), g + prior + sigma(q.nan_to_num(0.0), visits), -math.inf)
     choice = score.argmax(1)  # the first of equals
-    act = cand[torch.arange(n, device=sim.device), choice]
-    return TeacherDecision(act, cand, legal, values, visits, choice)
+    act = cand[torch.arange(n, device=dev), choice]
+    return TeacherDecision(act, cand, legal, q, visits, choice, fatal, improved_policy(prior, q, visits, legal))
+
+
+def improved_policy(logits: torch.Tensor, q: torch.Tensor, visits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """``[L, A]`` Gumbel MuZero's improved policy ``softmax(logits + sigma(completed q))`` over the legal
+    candidates; an unvisited candidate's q is the prior-weighted mean of the visited ones' (0.5 when none is)."""
+    p = torch.softmax(torch.where(legal, logits, -math.inf), 1).nan_to_num(0.0)
+    seen = legal & (visits > 0)
+    w = torch.where(seen, p, 0.0)
+    mix = torch.where(w.sum(1) > 0, (w * q.nan_to_num(0.0)).sum(1) / w.sum(1).clamp(min=1e-12), 0.5)
+    completed = torch.where(seen, q.nan_to_num(0.0), mix[:, None])
+    return torch.softmax(torch.where(legal, logits + sigma(completed, visits), -math.inf), 1).nan_to_num(0.0)
 
 
 @dataclass
@@ -165,7 +233,7 @@ def teacher_maps(size: int, n_maps: int, seed: int):
 @torch.no_grad()
 def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *, seed: int = 0,
                        simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS, max_rounds: int = 500,
-                       value=None, device: str = "cpu", greedy: bool = False) -> TeacherMatch:
+                       value=None, device: str = "cpu", policy: str = "uniform") -> TeacherMatch:
     """``games`` games on generated ``size`` x ``size`` maps (each map twice, the teacher on team 0 then on
     team 1; so ``games`` must be even), all in one batch, strict id order; the teacher plays every dragon of
     its team, ``opponent`` (default ``RandomPolicy``) the other team's."""
@@ -192,7 +260,7 @@ def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *,
         mine = (sim.result == RUNNING) & (actor_team(sim) == tteam)
         if bool(mine.any()):
             idx = mine.nonzero()[:, 0]
-            dec = teacher_turn(sim, idx, simulations=simulations, rounds=rounds, seed=seed, value=value, greedy=greedy)
+            dec = teacher_turn(sim, idx, simulations=simulations, rounds=rounds, seed=seed, value=value, policy=policy)
             act[idx] = 0
             act[idx, :2] = dec.act
             smask[idx] = False
@@ -211,9 +279,27 @@ def play_teacher_games(size: int, games: int, opponent: Policy | None = None, *,
 
 
 @torch.no_grad()
+def deaths_by_team(game) -> list[dict[str, int]]:
+    """``[team 0, team 1]``: how many of each team's dragons died of each cause (the engine's ``Dragon.cause``, the
+    other dragon named only as an ally or an enemy)."""
+    import re
+
+    out: list[dict[str, int]] = [{}, {}]
+    for d in game.dragons.values():
+        if d.alive:
+            continue
+        cause = d.cause
+        m = re.fullmatch(r"(head-on with|ran into) dragon (\d+)", cause)
+        if m:  # the other dragon's id says only whose it was
+            other = game.dragons.get(int(m.group(2)))
+            cause = f"{m.group(1)} {'an ally' if other is not None and other.team == d.team else 'an enemy'}"
+        out[d.team][cause] = out[d.team].get(cause, 0) + 1
+    return out
+
+
 def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int = 0,
                         simulations: int = DEFAULT_SIMULATIONS, rounds: int = DEFAULT_ROUNDS, max_rounds: int = 500,
-                        value=None, device: str = "cpu", bots=None, greedy: bool = False) -> TeacherMatch:
+                        value=None, device: str = "cpu", bots=None, policy: str = "uniform") -> TeacherMatch:
     """The teacher against a reference bot (``games.loong.match.bot_factory``: foil, random, the native and judged
     builds), on the same generated maps as ``play_teacher_games`` (each map twice, sides swapped). Each game is a
     reference ``Game``, played as a match plays it (the bot decides on its own observation; a bot's failure is its
@@ -241,7 +327,7 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
         mine = [b for b, a in enumerate(actors) if a is not None and games_[b].dragons[a].team == tteam[b]]
         if not mine:
             return {}
-        dec = teacher_turn(sim, mine, simulations=simulations, rounds=rounds, seed=seed, value=value, greedy=greedy)
+        dec = teacher_turn(sim, mine, simulations=simulations, rounds=rounds, seed=seed, value=value, policy=policy)
         out.decisions += len(mine)
         picks = {}
         for j, b in enumerate(mine):
@@ -265,5 +351,5 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
         out.draws += verdict == "draw"
         out.losses += verdict == "loss"
         out.games.append({"game": b, "teacher_team": tteam[b], "result": verdict, "rounds": g.round,
-                          "reason": g.result.reason, "standings": standings(g)})
+                          "reason": g.result.reason, "standings": standings(g), "deaths": deaths_by_team(g)})
     return out

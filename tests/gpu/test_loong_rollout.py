@@ -121,7 +121,116 @@ def test_the_greedy_rollout_policy_takes_the_pearl_next_to_the_head():
     ahead = pearl_ahead(sim, obs)
     assert ahead[:, S].all() and not ahead[:, [N, E, W]].any()
     keys = torch.arange(8, dtype=torch.int64) * 7919
-    greedy = RolloutPolicy(keys, sim)(obs).act[:, 1]
+    greedy = RolloutPolicy(keys, sim, "greedy")(obs).act[:, 1]
     uniform = RolloutPolicy(keys)(obs).act[:, 1]
     assert (greedy == S).all()  # every copy eats, whatever its draws
     assert len(set(uniform.tolist())) > 1  # the uniform rule spreads over the safe moves
+
+
+def test_fatal_moves_match_the_reference_engines_safe_moves():
+    """On every turn of short chaotic games (portals, kelp, splits, crowded boards), played in both engines in
+    lockstep: a MOVE is certainly fatal exactly where ``Game.safe_moves`` leaves it out."""
+    from games.loong.engine import Game
+    from gpu.loong_diff import lockstep
+    from gpu.loong_rollout import fatal_moves
+
+    maps = [generate_map(14, 14, SYMS[i % 3], 40 + i, kelp_density=0.15, portal_pairs=4) for i in range(3)]
+    games = [Game(m, 70 + i, 40) for i, m in enumerate(maps)]
+    seen = {"fatal": 0, "safe": 0}
+
+    def check(sim, gs, actors):
+        lanes = [b for b, a in enumerate(actors) if a is not None]
+        if lanes:
+            got = fatal_moves(sim, torch.tensor(lanes)).tolist()
+            for row, b in zip(got, lanes, strict=True):
+                safe = gs[b].safe_moves(actors[b])
+                assert row == [d not in safe for d in range(4)], (b, gs[b].round, actors[b])
+                seen["fatal"] += sum(row)
+                seen["safe"] += 4 - sum(row)
+        return {}
+
+    lockstep(games, seed=3, decide=check)
+    assert seen["fatal"] > 50 and seen["safe"] > 50
+
+
+def test_the_strike_rule_takes_the_head_on_and_keeps_the_queen_clear():
+    """A worker next to the enemy queen's head moves into it in every copy (the uniform rule never does: the cell
+    is occupied); a queen keeps off the cell next to an enemy worker's head (the uniform rule goes there in some
+    copies)."""
+    from games.loong.maps import N
+    from gpu.loong_rollout import RolloutPolicy, head_on_moves
+
+    def sims(g, n=16):
+        sim = LoongSim([m] * n, max_rounds=50)
+        for b in range(n):
+            sim.load_game(b, g)
+        return sim
+
+    keys = torch.arange(16, dtype=torch.int64) * 7919 + 3
+    m = board(20, 20)
+    # worker 2 (team 0) at (8, 8); enemy queen 1 steps north from (7, 9) to (7, 8), next to its head
+    sim = sims(position(m, [(0, 0, [(2, 2), (1, 2)], E), (1, 1, [(7, 9), (7, 10), (7, 11)], N),
+                            (2, 0, [(8, 8), (9, 8)], W)], seed=1))
+    sim.step(torch.tensor([[MOVE, E]] * 16))
+    sim.step(torch.tensor([[MOVE, N]] * 16))
+    assert int(sim.actor_ids()[0]) == 2
+    obs = observe(sim, planes=False)
+    strike, _, _ = head_on_moves(sim, obs)
+    assert strike[:, W].all() and not strike[:, [N, E, 2]].any()
+    assert (RolloutPolicy(keys, sim, "strike")(obs).act[:, 1] == W).all()
+    assert not (RolloutPolicy(keys)(obs).act[:, 1] == W).any()
+    # queen 0 at (10, 10) heading north; enemy worker 2 (length 3) with its head at (12, 10): E's cell (11, 10) is
+    # next to it; N, W and S (her own tail) are calm
+    sim = sims(position(m, [(0, 0, [(10, 10), (10, 11)], N), (1, 1, [(3, 15), (2, 15)], E),
+                            (2, 1, [(12, 10), (13, 10), (14, 10)], W)], seed=1))
+    obs = observe(sim, planes=False)
+    strike, threat, _ = head_on_moves(sim, obs)
+    assert not strike.any()  # a queen never strikes
+    assert threat[:, E].all() and not threat[:, [N, 2, W]].any()
+    assert not (RolloutPolicy(keys, sim, "strike")(obs).act[:, 1] == E).any()
+    assert (RolloutPolicy(keys)(obs).act[:, 1] == E).any()
+    with pytest.raises(ValueError, match="unknown rule"):
+        RolloutPolicy(keys, sim, "foil")
+
+
+def test_the_pearl_field_is_a_breadth_first_search_and_seek_follows_it():
+    """On mid-game boards (kelp, portals, bodies), every cell's field value equals a breadth-first search from the
+    pearls through free cells in the reference engine's terms; and a dragon three cells from the only pearl takes the
+    move that shortens the way in every copy."""
+    from collections import deque
+
+    from games.loong.maps import S
+    from gpu.loong_rollout import SEEK_RADIUS, RolloutPolicy, crossings, pearl_field
+    from gpu.loong_sim import PEARL
+
+    sim = mid_game(n=3, turns=40)
+    got = pearl_field(sim, crossings(sim))
+    nxt = crossings(sim)
+    for b in range(3):
+        occ = sim.occ[b, :sim.N].tolist()
+        dist = [SEEK_RADIUS + 1] * sim.N
+        q = deque()
+        for c, o in enumerate(occ):
+            if o == PEARL:
+                dist[c] = 0
+                q.append(c)
+        back = {}  # reverse crossings: who reaches c in one crossing
+        for c in range(sim.N):
+            for t in nxt[b, c].tolist():
+                if t < sim.N:
+                    back.setdefault(t, []).append(c)
+        while q:
+            c = q.popleft()
+            for p in back.get(c, []):
+                if occ[p] < 0 and dist[p] > dist[c] + 1 and dist[c] + 1 <= SEEK_RADIUS:
+                    dist[p] = dist[c] + 1
+                    q.append(p)
+        assert got[b, :sim.N].tolist() == dist
+        assert int(got[b, sim.N]) == SEEK_RADIUS + 1
+    m = board(20, 20)
+    g = position(m, [(0, 0, [(5, 5), (4, 5)], E), (1, 1, [(15, 14), (16, 14)], W)], pearls=[(5, 8)], seed=1)
+    sim = LoongSim([m] * 8, max_rounds=50)
+    for b in range(8):
+        sim.load_game(b, g)
+    keys = torch.arange(8, dtype=torch.int64) * 7919
+    assert (RolloutPolicy(keys, sim, "seek")(observe(sim, planes=False)).act[:, 1] == S).all()

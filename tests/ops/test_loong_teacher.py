@@ -8,7 +8,15 @@ from games.loong.maps import E, N, S, W
 from games.loong.scenario import board, position
 from gpu.loong_policy import RandomPolicy
 from gpu.loong_sim import MOVE, SPLIT, LoongSim
-from ops.loong_teacher import candidates, halving_schedule, play_teacher_games, teacher_maps, teacher_turn
+from ops.loong_teacher import (
+    candidates,
+    halving_schedule,
+    improved_policy,
+    play_teacher_games,
+    search,
+    teacher_maps,
+    teacher_turn,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -63,12 +71,53 @@ def test_gumbel_draws_enter_every_ranking():
     plain = teacher_turn(sim, [0], simulations=16, rounds=4, seed=3)
     zero = teacher_turn(sim, [0], simulations=16, rounds=4, seed=3, gumbel=torch.zeros(1, 5))
     assert torch.equal(zero.act, plain.act) and torch.equal(zero.visits, plain.visits)
+    for d in (E, S):
+        g = torch.zeros(1, 5)
+        g[0, d] = 1000.0  # a draw that outweighs any value: that move survives every halving
+        pushed = teacher_turn(sim, [0], simulations=16, rounds=4, seed=3, gumbel=g)
+        assert pushed.act[0].tolist() == [MOVE, d]
     g = torch.zeros(1, 5)
-    g[0, W] = 1000.0  # a draw that outweighs any value: the fatal move survives every halving
+    g[0, W] = 1000.0  # but no draw makes a certain death (into its own body) the choice while a move survives
     pushed = teacher_turn(sim, [0], simulations=16, rounds=4, seed=3, gumbel=g)
-    assert pushed.act[0].tolist() == [MOVE, W]
+    assert int(pushed.act[0, 1]) in (E, S) and int(pushed.visits[0, W]) >= 1  # valued all the same
     with pytest.raises(ValueError, match="gumbel must be"):
         teacher_turn(sim, [0], simulations=16, gumbel=torch.zeros(5))
+
+
+def test_the_search_takes_priors_and_a_considered_width():
+    """Any candidate list with priors: only the ``considered`` candidates with the highest prior (plus certain
+    deaths, for their value) are rolled out; the improved policy is a distribution over the legal candidates that
+    moves mass toward the better q; the primitive search is this search with uniform priors."""
+    sim = boxed()
+    cand, legal = candidates(sim, torch.tensor([0]))
+    plain = teacher_turn(sim, [0], simulations=16, rounds=4, seed=3)
+    same = search(sim, [0], cand, legal, simulations=16, rounds=4, seed=3)
+    assert torch.equal(plain.act, same.act) and torch.equal(plain.visits, same.visits)
+    logits = torch.tensor([[0.0, 0.0, 3.0, 0.0, 2.0]])  # S first, then the split
+    dec = search(sim, [0], cand, legal, logits=logits, simulations=16, considered=2, rounds=4, seed=3)
+    visited = (dec.visits[0] > 0).tolist()
+    assert visited == [True, False, True, True, True]  # S and the split; N and W for their certain deaths
+    assert int(dec.act[0, 1]) in (S, 2) and not dec.fatal[0, 2]
+    p = dec.policy[0]
+    assert abs(float(p.sum()) - 1.0) < 1e-5 and bool((p >= 0).all())
+    assert float(p[W]) < float(torch.softmax(logits, 1)[0, W])  # a certain death loses mass it had a prior for
+    q = torch.tensor([[0.2, 0.9, float("nan"), 0.5]])
+    visits = torch.tensor([[4, 4, 0, 4]])
+    pol = improved_policy(torch.zeros(1, 4), q, visits, torch.tensor([[True, True, True, False]]))
+    assert float(pol[0, 3]) == 0.0 and float(pol[0, 1]) > float(pol[0, 2]) > float(pol[0, 0])
+
+
+def test_a_lane_with_only_fatal_moves_still_decides():
+    """Queen 0 of length 1 walled in by dragon 2 on all four sides: every move is a certain death and there is no
+    split; the teacher still returns one of them (the rules' verdict is the same whichever)."""
+    m = board(12, 12)
+    g = position(m, [(0, 0, [(5, 5)], E), (1, 1, [(9, 9)], W),
+                     (2, 0, [(5, 3), (5, 4), (6, 4), (6, 5), (6, 6), (5, 6), (4, 6), (4, 5), (4, 4)], S)], seed=2)
+    sim = LoongSim([m], max_rounds=50)
+    sim.load_game(0, g)
+    dec = teacher_turn(sim, [0], simulations=8, rounds=2, seed=1)
+    assert dec.act[0, 0] == MOVE and dec.mask[0].tolist() == [True, True, True, True, False]
+    assert dec.fatal[0].tolist() == [True, True, True, True, False]
 
 
 def test_a_short_match_tallies_every_game():
