@@ -353,3 +353,75 @@ def play_teacher_vs_bot(size: int, games: int, bot: str = "foil", *, seed: int =
         out.games.append({"game": b, "teacher_team": tteam[b], "result": verdict, "rounds": g.round,
                           "reason": g.result.reason, "standings": standings(g), "deaths": deaths_by_team(g)})
     return out
+
+
+# -- the teacher's configuration and its check (the `loong_teacher` asset; issue 12 item 6) ---------------------------
+CHECK_PASS_LOWER = 0.5  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
+
+
+class TeacherConfigError(ValueError):
+    """A bad teacher configuration: one line naming the field and its value."""
+
+
+@dataclass(frozen=True)
+class TeacherConfig:
+    """The privileged teacher (``search``'s settings) and the match of its check against the plain network: the
+    check's size and pass bar are these fields and ``CHECK_PASS_LOWER``, fixed before the games run."""
+
+    simulations: int = DEFAULT_SIMULATIONS
+    considered: int = 16  # Gumbel top-m over the student's candidates (the primitive search considers all 5)
+    rollout_rounds: int = DEFAULT_ROUNDS
+    rollout_policy: str = "seek"
+    check_games: int = 16  # each generated map twice, sides swapped
+    check_size: int = 20
+    check_rounds: int = 100  # games end by elimination or the rules' comparison at this round
+    seed: int = 0
+
+
+TEACHER_PROFILES = {
+    "test": dict(simulations=4, considered=4, rollout_rounds=2, check_games=2, check_size=12, check_rounds=6),
+    "small": dict(check_games=16, check_rounds=100),
+    "full": dict(simulations=64, considered=32, check_games=200, check_size=32, check_rounds=500),
+}
+
+
+def teacher_config(profile: str, **overrides) -> TeacherConfig:
+    if profile not in TEACHER_PROFILES:
+        raise TeacherConfigError(f"teacher profile: {profile!r} is not one of {', '.join(TEACHER_PROFILES)}")
+    cfg = TeacherConfig(**{**TEACHER_PROFILES[profile], **overrides})
+    check_teacher_config(cfg)
+    return cfg
+
+
+def check_teacher_config(cfg: TeacherConfig) -> None:
+    for name in ("simulations", "considered", "check_size", "check_rounds"):
+        if getattr(cfg, name) < 1:
+            raise TeacherConfigError(f"teacher config: {name} must be >= 1, got {getattr(cfg, name)}")
+    if cfg.rollout_rounds < 0:
+        raise TeacherConfigError(f"teacher config: rollout_rounds must be >= 0, got {cfg.rollout_rounds}")
+    if cfg.rollout_policy not in ROLLOUT_POLICIES:
+        raise TeacherConfigError(f"teacher config: rollout_policy {cfg.rollout_policy!r} is not one of "
+                                 f"{', '.join(ROLLOUT_POLICIES)}")
+    if cfg.check_games < 2 or cfg.check_games % 2:
+        raise TeacherConfigError(f"teacher config: check_games must be even and >= 2, got {cfg.check_games}")
+    if not 10 <= cfg.check_size <= 64:
+        raise TeacherConfigError(f"teacher config: check_size must be a board side of 10..64, got {cfg.check_size}")
+
+
+def teacher_check(cfg: TeacherConfig, network_path, *, value=None, progress=None) -> TeacherMatch:
+    """The seed's teacher check: the teacher (zero Gumbel draws) against the plain network, expert-0 with the
+    int8 network at ``network_path`` on its native build (the C turn the judged bot runs), ``cfg.check_games``
+    games; passed when the Wilson 95% lower bound of the teacher's score rate is above ``CHECK_PASS_LOWER``."""
+    from bot.expert0 import NATIVE_NAME, expert0_factory
+    from bot.int8_expert import load as load_network
+    from games.loong.match import registry
+
+    net = load_network(network_path)  # ValueError naming the file
+    if progress:
+        progress(f"teacher check: {cfg.check_games} games against {NATIVE_NAME} ({net.meta.get('name', 'network')})"
+                 f" on {cfg.check_size}x{cfg.check_size}, {cfg.check_rounds} rounds; bar: Wilson 95% lower bound > "
+                 f"{CHECK_PASS_LOWER}")
+    bots = {**registry(), NATIVE_NAME: expert0_factory(net)}
+    return play_teacher_vs_bot(cfg.check_size, cfg.check_games, NATIVE_NAME, seed=cfg.seed,
+                               simulations=cfg.simulations, rounds=cfg.rollout_rounds, max_rounds=cfg.check_rounds,
+                               value=value, bots=bots, policy=cfg.rollout_policy)

@@ -13,22 +13,24 @@ from assets import (
     loong_contender,
     loong_league,
     loong_positions,
+    loong_teacher,
     loong_value,
 )
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
+CYCLE_ASSETS = ("loong_teacher",)  # the expert-iteration cycle's own assets (loong_cycle_job)
 ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions,
-                 loong_value]
+                 loong_teacher, loong_value]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
 main_job = dg.define_asset_job(
     "main_job",
     # contender comparisons compare two builds a user names: materialised on demand, not by the main job; the
-    # privileged value fit (180 recorded games, several minutes here) has its own job, so the main job stays within
-    # its 15 minutes until the teacher that reads the fit exists
+    # privileged value fit (180 recorded games, several minutes here) and the expert-iteration cycle (the teacher's
+    # check match alone is 16 games of searched turns) have their own jobs, so the main job stays within its minutes
     selection=dg.AssetSelection.all() - dg.AssetSelection.assets("loong_contender_match", "celldiv_contender_match",
-                                                                  "loong_value_fit"),
+                                                                  "loong_value_fit", *CYCLE_ASSETS),
     description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
                 "build, league, batched self-play and the belief report (`make demo`).",
 )
@@ -72,9 +74,16 @@ loong_value_job = dg.define_asset_job(
                 "lowest calibration log loss among those passing the calibration check kept.",
 )
 
+loong_cycle_job = dg.define_asset_job(
+    "loong_cycle_job", selection=dg.AssetSelection.assets(*CYCLE_ASSETS),
+    description="One expert-iteration cycle on the published network: the teacher and its check against the plain "
+                "network (blocking).",
+)
+
 defs = dg.Definitions(
     assets=all_assets,
-    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job, loong_league_pass_job, loong_value_job],
+    jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job, loong_league_pass_job, loong_value_job,
+          loong_cycle_job],
     schedules=[nightly_celldiv_league, nightly_loong_league],
     sensors=[loong_league.loong_new_build_sensor],
     resources={
