@@ -47,7 +47,7 @@ class RolloutValues(NamedTuple):
 
 
 ROLLOUT_POLICIES = ("uniform", "greedy", "strike", "seek")
-SEEK_RADIUS = 24  # the pearl field's reach in crossings; beyond it a dragon moves at random (placeholder)
+SEEK_RADIUS = 24  # how far (torus distance) seek looks for a pearl; beyond it a dragon moves at random (placeholder)
 
 
 class RolloutPolicy:
@@ -63,8 +63,8 @@ class RolloutPolicy:
       (for a queen every enemy worker's head, for a worker those at least as long) come first, pearls first among
       them. Moves only, no sprints: a sprint's reach is wider, so the threat is understated;
     - ``seek``: ``strike``, but towards the nearest pearl: among the safe (and calm) moves, those whose cell is
-      fewest crossings from a pearl (``pearl_field``, on the board as the round began, bodies solid) within
-      ``SEEK_RADIUS``.
+      nearest a pearl by torus distance (``pearl_distance``: kelp, portals and bodies ignored; the pearls as the
+      round began) within ``SEEK_RADIUS``.
 
     Placeholder rules, kept while they gain strength at equal cost.
 
@@ -79,13 +79,7 @@ class RolloutPolicy:
         if rule != "uniform" and sim is None:
             raise ValueError(f"rollout policy {rule!r} reads the simulator's state: pass sim")
         self.key, self.sim, self.rule = key, sim, rule
-        self._field = None  # (round, [B, N + 1]): the pearl field, computed once a round
-        self._nxt = None
-
-    def _crossings(self) -> torch.Tensor:
-        if self._nxt is None:
-            self._nxt = crossings(self.sim)
-        return self._nxt
+        self._pearls = None  # (round, pearl_cells): seek's pearls, listed once a round
 
     def __call__(self, obs: LoongObs) -> Turn:
         u = mix64(obs.rng ^ self.key.index_select(0, obs.lane))
@@ -95,10 +89,11 @@ class RolloutPolicy:
             calm = allowed & ~threat
             allowed = torch.where(calm.any(1, keepdim=True), calm, allowed)
         if self.rule == "seek":  # the allowed moves nearest a pearl
-            if self._field is None or self._field[0] != int(self.sim.round.max()):
-                self._field = (int(self.sim.round.max()), pearl_field(self.sim, self._crossings()))
-            far = SEEK_RADIUS + 1
-            dist = torch.where(allowed, self._field[1].gather(1, target.clamp(max=self.sim.N)), far)
+            rnd = int(self.sim.round.max())
+            if self._pearls is None or self._pearls[0] != rnd:  # the pearls as the round began: a guide
+                self._pearls = (rnd, pearl_cells(self.sim))
+            lanes_pearls = tuple(x.index_select(0, obs.lane) for x in self._pearls[1])
+            dist = torch.where(allowed, pearl_distance(self.sim, target, lanes_pearls), SEEK_RADIUS + 2)
             allowed = allowed & (dist == dist.min(1, keepdim=True).values)
         elif self.rule != "uniform":  # the safe (and calm) moves onto a pearl when there are any
             food = allowed & pearl_ahead(self.sim, obs)
@@ -148,33 +143,29 @@ def head_on_moves(sim: LoongSim, obs: LoongObs) -> tuple[torch.Tensor, torch.Ten
     return strike, striker.any(2), target
 
 
-def crossings(sim: LoongSim) -> torch.Tensor:
-    """``[B, N, 4]`` the cell one crossing from each cell in each direction on each lane's map (N across kelp)."""
-    N = sim.N
-    key = (sim.lane_map.view(-1, 1, 1) * N + torch.arange(N, device=sim.device).view(1, N, 1)) * 4 \
-        + torch.arange(4, device=sim.device)
-    t, _, kind, _ = unpack_step(sim.bank.t["step_packed"].index_select(0, key.view(-1)).view(key.shape))
-    return torch.where(kind == KELP, N, t)
+def pearl_cells(sim: LoongSim) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cells [B, P], real [B, P])``: every lane's pearl cells, padded to the most any lane holds (P >= 1)."""
+    pearl = sim.occ[:, :sim.N] == PEARL
+    P = max(int(pearl.sum(1).max()), 1)
+    real, cells = torch.topk(pearl.to(torch.int8), P, dim=1)  # the pearls first (topk: any order among equals)
+    return cells, real.bool()
 
 
-def pearl_field(sim: LoongSim, nxt: torch.Tensor, radius: int = SEEK_RADIUS) -> torch.Tensor:
-    """``[B, N + 1]`` int64: each cell's number of crossings to the nearest pearl through free cells (a segment's
-    cell is solid, as the foil's search has it), ``radius + 1`` where none is within ``radius`` (the trash cell N
-    too); ``nxt``: ``crossings(sim)``. Breadth-first by ``radius`` rounds of relaxation at most."""
-    B, N = sim.B, sim.N
-    occ = sim.occ[:, :N]
-    far = radius + 1
-    d = torch.where(occ == PEARL, 0, far)
-    free = occ < 0
-    pad = torch.full((B, 1), far, dtype=d.dtype, device=sim.device)
-    flat = nxt.view(B, N * 4)
-    for _ in range(radius):
-        nd = torch.cat([d, pad], 1).gather(1, flat).view(B, N, 4).min(2).values + 1
-        new = torch.where(free, torch.minimum(d, nd), d)
-        if torch.equal(new, d):
-            break
-        d = new
-    return torch.cat([d.clamp(max=far), pad], 1)
+def pearl_distance(sim: LoongSim, target: torch.Tensor, pearls: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """``[B, k]`` int64: the torus distance (|dx| + |dy|, the short way round each axis) from each of the cells
+    ``target [B, k]`` of the lanes of ``pearls`` (``pearl_cells``, rows as ``target``'s) to the nearest pearl,
+    ``SEEK_RADIUS + 1`` where there is none or beyond it (the trash cell N too). Kelp, portals and bodies are
+    ignored: a cheap guide, the safety rules come first."""
+    W, H, N = sim.W, sim.H, sim.N
+    cells, real = pearls
+    t = target.clamp(max=N - 1)[..., None]  # [B, k, 1]
+    p = cells[:, None, :]  # [B, 1, P]
+    dx = (t % W - p % W).abs()
+    dy = (t // W - p // W).abs()
+    d = torch.minimum(dx, W - dx) + torch.minimum(dy, H - dy)
+    far = SEEK_RADIUS + 1
+    d = torch.where(real[:, None, :], d, far).min(2).values.clamp(max=far)
+    return torch.where(target >= N, far, d)
 
 
 def pearl_ahead(sim: LoongSim, obs: LoongObs) -> torch.Tensor:

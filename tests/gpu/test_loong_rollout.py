@@ -193,44 +193,32 @@ def test_the_strike_rule_takes_the_head_on_and_keeps_the_queen_clear():
         RolloutPolicy(keys, sim, "foil")
 
 
-def test_the_pearl_field_is_a_breadth_first_search_and_seek_follows_it():
-    """On mid-game boards (kelp, portals, bodies), every cell's field value equals a breadth-first search from the
-    pearls through free cells in the reference engine's terms; and a dragon three cells from the only pearl takes the
-    move that shortens the way in every copy."""
-    from collections import deque
-
+def test_pearl_distance_is_the_torus_distance_and_seek_follows_it():
+    """Every cell's distance to the nearest pearl equals the short-way-round Manhattan distance computed in Python
+    on mid-game boards; and a dragon three cells from the only pearl takes the move that shortens the way in every
+    copy (the uniform rule spreads)."""
     from games.loong.maps import S
-    from gpu.loong_rollout import SEEK_RADIUS, RolloutPolicy, crossings, pearl_field
+    from gpu.loong_rollout import SEEK_RADIUS, RolloutPolicy, pearl_cells, pearl_distance
     from gpu.loong_sim import PEARL
 
     sim = mid_game(n=3, turns=40)
-    got = pearl_field(sim, crossings(sim))
-    nxt = crossings(sim)
+    W, H, N = sim.W, sim.H, sim.N
+    got = pearl_distance(sim, torch.arange(N + 1).expand(3, N + 1), pearl_cells(sim))
     for b in range(3):
-        occ = sim.occ[b, :sim.N].tolist()
-        dist = [SEEK_RADIUS + 1] * sim.N
-        q = deque()
-        for c, o in enumerate(occ):
-            if o == PEARL:
-                dist[c] = 0
-                q.append(c)
-        back = {}  # reverse crossings: who reaches c in one crossing
-        for c in range(sim.N):
-            for t in nxt[b, c].tolist():
-                if t < sim.N:
-                    back.setdefault(t, []).append(c)
-        while q:
-            c = q.popleft()
-            for p in back.get(c, []):
-                if occ[p] < 0 and dist[p] > dist[c] + 1 and dist[c] + 1 <= SEEK_RADIUS:
-                    dist[p] = dist[c] + 1
-                    q.append(p)
-        assert got[b, :sim.N].tolist() == dist
-        assert int(got[b, sim.N]) == SEEK_RADIUS + 1
+        pearls = [c for c, o in enumerate(sim.occ[b, :N].tolist()) if o == PEARL]
+        assert pearls
+        for c in range(N):
+            x, y = c % W, c // W
+            want = min(min(abs(x - p % W), W - abs(x - p % W)) + min(abs(y - p // W), H - abs(y - p // W))
+                       for p in pearls)
+            assert int(got[b, c]) == min(want, SEEK_RADIUS + 1)
+        assert int(got[b, N]) == SEEK_RADIUS + 1
     m = board(20, 20)
     g = position(m, [(0, 0, [(5, 5), (4, 5)], E), (1, 1, [(15, 14), (16, 14)], W)], pearls=[(5, 8)], seed=1)
     sim = LoongSim([m] * 8, max_rounds=50)
     for b in range(8):
         sim.load_game(b, g)
     keys = torch.arange(8, dtype=torch.int64) * 7919
-    assert (RolloutPolicy(keys, sim, "seek")(observe(sim, planes=False)).act[:, 1] == S).all()
+    obs = observe(sim, planes=False)
+    assert (RolloutPolicy(keys, sim, "seek")(obs).act[:, 1] == S).all()
+    assert len(set(RolloutPolicy(keys)(obs).act[:, 1].tolist())) > 1
