@@ -8,6 +8,12 @@ Rows come as the dataset's columns (docs/loong-dataset.md): ``crop`` 16,184 and 
 them (CHW planes) and drops what cannot be a target: a gap, no candidate, or a chosen candidate without a trunk tap
 (255: the core refused its features). Candidates without a tap are masked out; batches are padded to their own
 largest K with a mask. Validation holds out whole games (``holdout_split``).
+
+**Soft targets** (the student, ops/loong_student.py): with a ``teacher_policy`` column (float32 x n a row, the
+teacher's improved policy) the policy loss is the cross-entropy of that target over **actions** (records that are one
+action, ``action_keys``, are one class: the student's probability of an action is its records' summed softmax);
+``teacher_choice`` gives the top-1 agreement with the teacher, ``teacher_value`` (0..1, NaN: none) a second value
+target mixed with the outcome (``value_mix``).
 """
 
 from __future__ import annotations
@@ -47,7 +53,13 @@ class KickstartData:
     game: np.ndarray  # [N] int64
     bot: np.ndarray  # [N] int64: index into bots
     bots: list[str]
-    dropped: dict[str, int]  # why rows were left out: gap, no_candidate, no_tap
+    dropped: dict[str, int]  # why rows were left out: gap, no_candidate, no_tap (and no_target with soft targets)
+    # soft targets (None without a teacher_policy column)
+    target: np.ndarray | None = None  # [sum n] float32: the teacher's policy, 0 off the tapped candidates, sums to 1
+    group: np.ndarray | None = None  # [sum n] int64: the candidate's action within its row (0 .. actions - 1)
+    teacher_same: np.ndarray | None = None  # [sum n] bool: the candidate is the teacher's choice (or equal to it)
+    has_teacher: np.ndarray | None = None  # [N] bool: the row names a teacher choice
+    teacher_value: np.ndarray | None = None  # [N] float32: the teacher's value in 0..1, NaN where none
 
     def __len__(self) -> int:
         return len(self.chosen)
@@ -135,18 +147,58 @@ def action_keys(features: np.ndarray) -> np.ndarray:
     return kind * (1 << 40) + arg
 
 
+def _float32s(column: Ragged, counts: np.ndarray, name: str) -> np.ndarray:
+    """A binary column of ``counts`` float32 a row (little-endian) as one flat [sum counts] array."""
+    lengths = column.lengths()
+    bad = np.flatnonzero(lengths != counts * 4)
+    if len(bad):
+        raise ValueError(f"{name}: row {bad[0]} holds {lengths[bad[0]]} bytes, want candidate_count "
+                         f"{counts[bad[0]]} x 4")
+    return column.values.view("<f4").astype(np.float32)
+
+
+def action_groups(keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """[sum n] action keys of rows of ``counts`` candidates -> each candidate's action index within its row
+    (0 .. the row's distinct actions - 1, in key order)."""
+    rows = np.repeat(np.arange(len(counts)), counts)
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    order = np.lexsort((keys, rows))
+    k, r = keys[order], rows[order]
+    new = np.ones(len(k), bool)
+    new[1:] = (k[1:] != k[:-1]) | (r[1:] != r[:-1])
+    gid = np.cumsum(new) - 1
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    first = np.zeros(len(counts), np.int64)
+    has = counts > 0
+    first[has] = gid[starts[has]]
+    group = np.empty(len(k), np.int64)
+    group[order] = gid - first[r]
+    return group
+
+
 def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     """The dataset's columns decoded (binary columns as lists of bytes, pyarrow arrays or ``Ragged``; the others
     python lists or numpy arrays, one entry a row); rows that cannot be a target dropped and counted. A column
-    missing or of the wrong length raises ValueError naming it."""
+    missing or of the wrong length raises ValueError naming it.
+
+    Soft targets: with ``teacher_policy`` (binary, float32 x candidate_count) the target is that policy with its
+    mass off the tapped candidates dropped and renormalised; a row whose target is not finite, is negative or has
+    no mass on a tapped candidate is dropped (``no_target``). ``teacher_choice`` (-1: none) and ``teacher_value``
+    (NaN: none) are optional beside it."""
     need = ("crop", "overview", "scalars", "features", "taps", "candidate_count", "chosen", "generator_match",
             "outcome", "game", "bot")
     for name in need:
         if name not in columns:
             raise ValueError(f"column {name!r} missing")
-    binary = {name: Ragged.of(columns[name]) for name in ("crop", "overview", "scalars", "features", "taps")}
+    soft = "teacher_policy" in columns
+    optional = tuple(c for c in ("teacher_policy", "teacher_choice", "teacher_value") if c in columns)
+    if not soft and optional:
+        raise ValueError(f"column {optional[0]!r} given without 'teacher_policy'")
+    binary = {name: Ragged.of(columns[name]) for name in ("crop", "overview", "scalars", "features", "taps",
+                                                           *optional[:1])}
     n = len(columns["chosen"])
-    for name in need:
+    for name in (*need, *optional):
         if len(binary.get(name, columns[name])) != n:
             raise ValueError(f"column {name!r}: {len(binary.get(name, columns[name]))} rows, want {n}")
     counts = np.asarray(columns["candidate_count"], np.int64)
@@ -167,7 +219,22 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     chosen_tap = np.zeros(n, np.int64)
     chosen_tap[target] = taps_all[starts[target] + chosen[target]]
     no_tap = target & (chosen_tap == NO_TAP)
-    keep = np.flatnonzero(target & ~no_tap)
+    usable = target & ~no_tap
+    if soft:
+        policy_all = _float32s(binary["teacher_policy"], counts, "teacher_policy")
+        rows_all = np.repeat(np.arange(n), counts)
+        good = np.isfinite(policy_all) & (policy_all >= 0)
+        tapped = good & (taps_all != NO_TAP)
+        policy_all = np.where(tapped, policy_all, 0).astype(np.float32)
+        mass = np.bincount(rows_all, policy_all, minlength=n)
+        no_target = usable & ((np.bincount(rows_all, ~good, minlength=n) > 0) | ~(mass > 0))
+        usable &= ~no_target
+        t_choice = (np.asarray(columns["teacher_choice"], np.int64) if "teacher_choice" in columns
+                    else np.full(n, -1, np.int64))
+        if np.any(t_choice >= counts):
+            row = int(np.flatnonzero(t_choice >= counts)[0])
+            raise ValueError(f"teacher_choice: row {row} names candidate {t_choice[row]} of {counts[row]}")
+    keep = np.flatnonzero(usable)
     feats = binary["features"].values.reshape(-1, RECORD)
     generator = np.asarray(columns["generator_match"], bool)[keep].astype(np.int64)
     # the kept rows' candidates, contiguous
@@ -182,18 +249,34 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     bot_col = np.asarray(columns["bot"], object)
     bots = sorted(set(bot_col[keep].tolist()))
     bot_index = {b: i for i, b in enumerate(bots)}
+    dropped = {"gap": int(gap.sum()), "no_candidate": int((empty & ~gap).sum()), "no_tap": int(no_tap.sum())}
+    extra = {}
+    if soft:
+        dropped["no_target"] = int(no_target.sum())
+        t = policy_all[sel]
+        t = (t / mass[keep][row_of]).astype(np.float32) if len(keep) else t
+        tc = t_choice[keep]
+        has = tc >= 0
+        pick = kept_starts + np.where(has, tc, 0)
+        teacher_same = (keys == keys[pick][row_of]) & has[row_of] if len(keep) else np.zeros(0, bool)
+        value = (np.asarray(columns["teacher_value"], np.float32)[keep] if "teacher_value" in columns
+                 else np.full(len(keep), np.nan, np.float32))
+        off = np.flatnonzero(np.isfinite(value) & ((value < 0) | (value > 1)))
+        if len(off):
+            raise ValueError(f"teacher_value: row {keep[off[0]]} holds {value[off[0]]}, want 0..1 or NaN")
+        extra = dict(target=t, group=action_groups(keys, kept_counts), teacher_same=teacher_same, has_teacher=has,
+                     teacher_value=value)
     return KickstartData(
         crop=_planes(binary["crop"], keep, 17, 56, "crop"),
         overview=_planes(binary["overview"], keep, 15, 16, "overview"),
         scalars=_fixed(binary["scalars"], SCALARS, "scalars")[keep],
         features=features, taps=taps_all[sel], same=same,
-        offsets=np.concatenate([[0], np.cumsum(kept_counts)[:-1]]).astype(np.int64), counts=kept_counts,
+        offsets=kept_starts, counts=kept_counts,
         chosen=chosen[keep], generator=generator,
         outcome=np.asarray(columns["outcome"], np.float32)[keep],
         game=np.asarray(columns["game"], np.int64)[keep],
         bot=np.array([bot_index[b] for b in bot_col[keep]], np.int64),
-        bots=bots, dropped={"gap": int(gap.sum()), "no_candidate": int((empty & ~gap).sum()),
-                            "no_tap": int(no_tap.sum())})
+        bots=bots, dropped=dropped, **extra)
 
 
 class DecisionDataset(Dataset):
@@ -217,7 +300,7 @@ class DecisionDataset(Dataset):
         pos = np.where(real, d.offsets[ix][:, None] + j[None, :], 0)
         taps = np.where(real, d.taps[pos], NO_TAP)
         mask = real & (taps != NO_TAP)
-        return {
+        batch = {
             "crop": torch.from_numpy(d.crop[ix]), "overview": torch.from_numpy(d.overview[ix]),
             "scalars": torch.from_numpy(d.scalars[ix]),
             "cands": torch.from_numpy(d.features[pos] * mask[..., None].astype(np.uint8)),
@@ -226,6 +309,15 @@ class DecisionDataset(Dataset):
             "outcome": torch.from_numpy(d.outcome[ix]),
             "bot": torch.from_numpy(d.bot[ix]), "generator": torch.from_numpy(d.generator[ix]),
         }
+        if d.target is not None:  # soft targets: padding reads 0 and its own group (index K)
+            batch.update({
+                "target": torch.from_numpy(np.where(real, d.target[pos], 0).astype(np.float32)),
+                "group": torch.from_numpy(np.where(real, d.group[pos], len(j)).astype(np.int64)),
+                "teacher_same": torch.from_numpy(real & d.teacher_same[pos]),
+                "has_teacher": torch.from_numpy(d.has_teacher[ix]),
+                "teacher_value": torch.from_numpy(d.teacher_value[ix]),
+            })
+        return batch
 
 
 class DecisionDataModule(L.LightningDataModule):
@@ -263,6 +355,38 @@ def policy_loss(logits: torch.Tensor, chosen: torch.Tensor, same: torch.Tensor |
     return (torch.logsumexp(logits, 1) - torch.logsumexp(hit, 1)).mean()
 
 
+def action_log_probs(logits: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """[B, K + 1] the log-probability of each action (``group`` [B, K]: a candidate's action index, K for
+    padding): the log of its records' summed softmax; an action with no record reads 0 (its target is 0)."""
+    lp = torch.log_softmax(logits.float(), 1)
+    size = (lp.shape[0], lp.shape[1] + 1)
+    top = torch.full(size, -torch.inf, dtype=lp.dtype, device=lp.device).scatter_reduce(
+        1, group, lp, "amax", include_self=True).detach()
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    total = torch.zeros(size, dtype=lp.dtype, device=lp.device).scatter_add(
+        1, group, torch.exp(lp - top.gather(1, group)))
+    return top + torch.log(torch.where(total > 0, total, torch.ones_like(total)))
+
+
+def action_targets(target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """[B, K + 1] the target's mass on each action (its records' sum)."""
+    return torch.zeros(target.shape[0], target.shape[1] + 1, dtype=torch.float32, device=target.device).scatter_add(
+        1, group, target.float())
+
+
+def soft_cross_entropy(logits: torch.Tensor, target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """[B] sum over actions a of -target(a) * log P(a): the cross-entropy of the teacher's policy over actions (a
+    candidate's target summed with its action's other records', the student's P(a) its records' summed softmax)."""
+    t = action_targets(target, group)
+    return -(t * action_log_probs(logits, group)).sum(1)
+
+
+def target_entropy(target: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """[B] the entropy of the target over actions (soft cross-entropy - entropy = KL(teacher || student))."""
+    t = action_targets(target, group)
+    return -(t * torch.log(torch.where(t > 0, t, torch.ones_like(t)))).sum(1)
+
+
 def took_action(logits: torch.Tensor, same: torch.Tensor) -> torch.Tensor:
     """[B] bool: the top candidate is the action taken (one of ``same``)."""
     return same.gather(1, logits.argmax(1, keepdim=True))[:, 0]
@@ -273,11 +397,24 @@ def win_probability(value: torch.Tensor, value_loss: str) -> torch.Tensor:
     return torch.sigmoid(value) if value_loss == "bce" else (torch.tanh(value) + 1) / 2
 
 
-def value_loss_of(value: torch.Tensor, outcome: torch.Tensor, value_loss: str) -> torch.Tensor:
-    """bce: the value is a logit against the target (outcome + 1) / 2 (a draw is 1/2); mse: tanh(v) vs outcome."""
+def value_target(outcome: torch.Tensor, teacher_value: torch.Tensor | None = None, mix: float = 0.0) -> torch.Tensor:
+    """The value head's target in 0..1: (outcome + 1) / 2, mixed with the teacher's value where it has one:
+    (1 - mix) x (outcome + 1) / 2 + mix x teacher_value."""
+    win = (outcome.float() + 1) / 2
+    if teacher_value is None or mix == 0:
+        return win
+    tv = teacher_value.float()
+    return torch.where(torch.isfinite(tv), (1 - mix) * win + mix * torch.nan_to_num(tv), win)
+
+
+def value_loss_of(value: torch.Tensor, outcome: torch.Tensor, value_loss: str,
+                  target: torch.Tensor | None = None) -> torch.Tensor:
+    """bce: the value is a logit against the target (outcome + 1) / 2 (a draw is 1/2); mse: tanh(v) vs outcome.
+    ``target`` (0..1, ``value_target``) replaces (outcome + 1) / 2."""
+    target = (outcome.float() + 1) / 2 if target is None else target.float()
     if value_loss == "bce":
-        return F.binary_cross_entropy_with_logits(value.float(), (outcome.float() + 1) / 2)
-    return F.mse_loss(torch.tanh(value.float()), outcome.float())
+        return F.binary_cross_entropy_with_logits(value.float(), target)
+    return F.mse_loss(torch.tanh(value.float()), 2 * target - 1)
 
 
 def calibration(p: np.ndarray, target: np.ndarray, bins: int = 10) -> dict:
@@ -304,21 +441,42 @@ def agreement(hit: np.ndarray, groups: np.ndarray, names: Mapping[int, str]) -> 
     return out
 
 
+def teacher_figures(cat: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Soft-target figures of collected validation outputs: the mean soft cross-entropy and KL(teacher ||
+    student) over actions, top-1 agreement with the teacher's choice (rows that name one), and, on the rows where
+    the teacher's choice is not the action taken (``differ``), agreement with each."""
+
+    def mean(x: np.ndarray) -> float:
+        return float(np.mean(x)) if len(x) else float("nan")
+
+    has, differ = cat["has_teacher"].astype(bool), cat["differ"].astype(bool)
+    return {"soft_ce": mean(cat["soft_ce"]), "kl": mean(cat["kl"]),
+            "top1_teacher": mean(cat["teacher_hit"][has]),
+            "differ_fraction": mean(differ[has]),
+            "top1_teacher_differ": mean(cat["teacher_hit"][differ]), "top1_chosen_differ": mean(cat["hit"][differ])}
+
+
 class KickstartModule(L.LightningModule):
     """Policy cross-entropy over the candidates + ``value_weight`` x the value loss; AdamW. Epochs below
     ``float_epochs`` train the float network, later ones fake-quantised (the mode is set at each epoch start
-    from ``current_epoch``, so a resumed fit continues in the right mode)."""
+    from ``current_epoch``, so a resumed fit continues in the right mode; ``self.float_epochs`` may be moved by a
+    callback). Batches with soft targets (``target``) train the soft cross-entropy over actions instead, and the
+    value against ``value_target`` with the teacher's value mixed in by ``value_mix``."""
 
     def __init__(self, shape: str = "v1t2c16", learning_rate: float = 1e-3, weight_decay: float = 1e-4,
                  value_weight: float = 0.5, value_loss: str = "bce", float_epochs: int = 2,
-                 bots: Sequence[str] = (), generators: Mapping[int, str] | None = None, seed: int = 0) -> None:
+                 bots: Sequence[str] = (), generators: Mapping[int, str] | None = None, seed: int = 0,
+                 value_mix: float = 0.0) -> None:
         super().__init__()
         if value_loss not in VALUE_LOSSES:
             raise ValueError(f"value_loss: {value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
+        if not 0 <= value_mix <= 1:
+            raise ValueError(f"value_mix: a weight in [0, 1], got {value_mix}")
         self.save_hyperparameters()
         get_shape(shape)
         torch.manual_seed(seed)
         self.net = LoongExpertNet(shape, mode="float")
+        self.float_epochs = float_epochs
         self.bot_names = dict(enumerate(bots))
         self.generator_names = dict(generators or {})
         self._val: list[dict[str, np.ndarray]] = []
@@ -329,31 +487,50 @@ class KickstartModule(L.LightningModule):
 
     def _losses(self, batch):
         value, logits = self(batch)
-        pl = policy_loss(logits, batch["chosen"], batch["same"])
-        vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss)
+        if "target" in batch:
+            pl = soft_cross_entropy(logits, batch["target"], batch["group"]).mean()
+            vt = value_target(batch["outcome"], batch["teacher_value"], self.hparams.value_mix)
+            vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss, vt)
+        else:
+            pl = policy_loss(logits, batch["chosen"], batch["same"])
+            vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss)
         return value, logits, pl, vl
 
     def on_train_epoch_start(self) -> None:
-        self.net.mode = "float" if self.current_epoch < self.hparams.float_epochs else "fake"
+        self.net.mode = "float" if self.current_epoch < self.float_epochs else "fake"
 
     def training_step(self, batch, batch_idx):
         _, logits, pl, vl = self._losses(batch)
         loss = pl + self.hparams.value_weight * vl
         top1 = took_action(logits, batch["same"]).float().mean()
-        self.log_dict({"train/loss": loss, "train/policy_loss": pl, "train/value_loss": vl, "train/top1": top1},
-                      on_step=False, on_epoch=True, batch_size=len(batch["chosen"]))
+        logged = {"train/loss": loss, "train/policy_loss": pl, "train/value_loss": vl, "train/top1": top1}
+        if "target" in batch and bool(batch["has_teacher"].any()):
+            hit = took_action(logits, batch["teacher_same"])[batch["has_teacher"]]
+            logged["train/top1_teacher"] = hit.float().mean()
+        self.log_dict(logged, on_step=False, on_epoch=True, batch_size=len(batch["chosen"]))
         return loss
 
     def validation_step(self, batch, batch_idx):
         value, logits, pl, vl = self._losses(batch)
         n = len(batch["chosen"])
-        self._val.append({
+        part = {
             "hit": took_action(logits, batch["same"]).cpu().numpy(),
             "bot": batch["bot"].cpu().numpy(), "generator": batch["generator"].cpu().numpy(),
             "p": win_probability(value, self.hparams.value_loss).detach().float().cpu().numpy(),
             "target": ((batch["outcome"].float() + 1) / 2).cpu().numpy(),
             "pl": np.full(n, float(pl)), "vl": np.full(n, float(vl)),
-        })
+        }
+        if "target" in batch:
+            ce = soft_cross_entropy(logits, batch["target"], batch["group"])
+            chosen_rec = batch["same"] & batch["teacher_same"]  # the action taken is the teacher's choice
+            part.update({
+                "soft_ce": ce.detach().cpu().numpy(),
+                "kl": (ce - target_entropy(batch["target"], batch["group"])).detach().cpu().numpy(),
+                "teacher_hit": took_action(logits, batch["teacher_same"]).cpu().numpy(),
+                "has_teacher": batch["has_teacher"].cpu().numpy(),
+                "differ": (batch["has_teacher"] & ~chosen_rec.any(1)).cpu().numpy(),
+            })
+        self._val.append(part)
 
     def on_validation_epoch_end(self) -> None:
         if not self._val:
@@ -373,6 +550,8 @@ class KickstartModule(L.LightningModule):
                    "top1": by_bot["all"][0], "value_ece": cal["ece"]}
         scalars.update({f"top1_{k}": v for k, (v, _) in by_bot.items() if k != "all"})
         scalars.update({f"top1_gen_{k}": v for k, (v, _) in by_gen.items() if k != "all"})
+        if "soft_ce" in cat:
+            scalars.update(teacher_figures(cat))
         return {"scalars": scalars, "by_bot": by_bot, "by_generator": by_gen, "calibration": cal}
 
     @torch.no_grad()
