@@ -1,0 +1,338 @@
+"""The teacher's targets on the student's own games (ops/loong_teacher_targets.py): the rows' dataset columns are what
+the student read and played, the teacher's columns are consistent (the policy sums to 1 and is 0 where the student
+put no mass, records of one action share their value, the choice is the halving survivor, the value lost is the
+teacher's q difference), the same config gives the same rows, the schema check refuses bad files, and the CLI
+answers bad input in one line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from bot.core_candidates import (
+    GEN_HARVEST,
+    GEN_PRIMITIVE,
+    KIND_MOVE,
+    KIND_SPLIT,
+    KIND_SPRINT,
+    RECORD_DTYPE,
+    parse_records,
+)
+from bot.int8_expert import quantize, save
+from games.loong.rng import dragon_seed
+from gpu.loong_expert_net import LoongExpertNet
+from gpu.loong_sim import MOVE, SPLIT, SPRINT
+from ops.loong_dataset import action_code, match
+from ops.loong_teacher_targets import (
+    SCHEMA,
+    SELF,
+    TargetsError,
+    action_legal,
+    action_logits,
+    check_config,
+    game_spec,
+    load_targets,
+    main,
+    profile_config,
+    record_logits,
+    record_rows,
+    run,
+    softmax,
+    split_policy,
+    vectors,
+)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """ARENA_HOME for the module: the tiny network's native expert-0 is compiled once into its cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        d = tmp_path_factory.mktemp("arena-home")
+        mp.setenv("ARENA_HOME", str(d))
+        yield d
+
+
+@pytest.fixture(scope="module")
+def network(home):
+    torch.manual_seed(3)
+    m = LoongExpertNet("v1t2c16", mode="fake")
+    with torch.no_grad():  # wider weights than the initialiser's, so the scores spread
+        for p in m.parameters():
+            p.mul_(2.0)
+    net = quantize(m.eval())
+    path = home / "tiny.npz"
+    save(net, path)
+    return net, path
+
+
+class Recording:
+    """Wraps the student's factory: every accepted turn's own choice, scores, inputs and reply, by (dragon seed,
+    round)."""
+
+    def __init__(self) -> None:
+        self.turns: dict[tuple[int, int], tuple] = {}
+
+    def __call__(self, native):
+        self.native = native
+        return self.factory
+
+    def factory(self, dragon_id, team, seed):
+        return _Recorded(self.native(dragon_id, team, seed), self.turns, seed)
+
+
+class _Recorded:
+    def __init__(self, bot, turns, seed) -> None:
+        self.bot, self.turns, self.seed = bot, turns, seed
+
+    def act(self, obs):
+        reply = self.bot.act(obs)
+        if self.bot.last_code == 0:
+            own, _, scores = self.bot.decision()
+            self.turns[(self.seed, obs.round)] = (own, scores.copy(), self.bot.inputs(), reply)
+        return reply
+
+    def __getattr__(self, name):
+        return getattr(self.bot, name)
+
+
+CFG = dict(games=4, opponents=("foil", SELF))  # on the test profile: a map against the foil, one of self-play
+
+
+@pytest.fixture(scope="module")
+def played(network, tmp_path_factory):
+    _, path = network
+    cfg = profile_config("test", **CFG)
+    rec = Recording()
+    out = tmp_path_factory.mktemp("targets")
+    result = run(cfg, path, out, student=rec)
+    return cfg, result, load_targets(out), rec
+
+
+def _rows(table):
+    for i in range(table.num_rows):
+        yield i, {k: table[k][i].as_py() for k in table.schema.names if k not in ("prior", "teacher_q",
+                                                                                  "teacher_visits", "teacher_policy")}
+
+
+def test_the_dataset_columns_are_what_the_student_read_and_played(played, network):
+    cfg, result, table, rec = played
+    net, _ = network
+    assert table.num_rows == result.decisions > 0
+    assert table.schema.names == SCHEMA.names
+    seen_self = set()
+    for i, row in _rows(table):
+        spec = game_spec(cfg, row["game"])
+        assert row["team"] in spec.student_teams and row["bot"] == "expert-0-native"
+        assert (row["width"], row["height"], row["symmetry"]) == (spec.size, spec.size, spec.symmetry)
+        own, scores, inputs, reply = rec.turns[(dragon_seed(spec.seed, row["dragon"]), row["round"])]
+        for k in ("crop", "overview", "scalars", "taps", "features"):
+            assert row[k] == getattr(inputs, k), k
+        assert row["candidates"] == inputs.records and row["candidate_count"] == inputs.count == len(scores)
+        recs = parse_records(row["candidates"])
+        assert row["action"] == action_code(reply[0])
+        _, group = record_rows(recs)
+        # chosen: the first record of the action the student played, and that is the student's own pick
+        assert own >= 0 and row["chosen"] == int(np.flatnonzero(group == group[own])[0])
+        after = None if row["after_head"] < 0 else (row["after_head"], row["after_heading"])
+        assert match(recs, reply[0], after) == (row["chosen"], row["generator_match"])  # the dataset's own rule
+        prior = vectors(table, i)["prior"]
+        np.testing.assert_allclose(prior, softmax(record_logits(scores, net.score_exp)), rtol=1e-5, atol=1e-7)
+        winner = next(r["winner"] for r in result.results if r["game"] == row["game"])
+        assert row["outcome"] == (0 if winner is None else (1 if winner == row["team"] else -1))
+        if spec.opponent == SELF:
+            seen_self.add(row["team"])
+    assert seen_self == {0, 1}  # self-play records both teams
+    games = table["game"].to_pylist()
+    crops = {g: [c for c, k in zip(table["crop"].to_pylist(), games, strict=True) if k == g] for g in (2, 3)}
+    assert crops[2] and crops[2] != crops[3]  # a self-play pair is two games, not one twice
+    # every accepted student turn became a row
+    assert len(rec.turns) == table.num_rows
+
+
+def test_the_teacher_columns_are_consistent(played):
+    cfg, result, table, _ = played
+    departures = 0
+    for i, row in _rows(table):
+        v = vectors(table, i)
+        q, visits, pol, prior = v["teacher_q"], v["teacher_visits"], v["teacher_policy"], v["prior"]
+        n = row["candidate_count"]
+        assert len(q) == len(visits) == len(pol) == len(prior) == n
+        _, group = record_rows(parse_records(row["candidates"]))
+        assert pol.min() >= 0 and abs(float(pol.sum()) - 1) < 1e-5
+        if prior.sum() > 0:
+            assert np.all(pol[prior == 0] == 0)  # no prior mass, no policy mass
+        for a in np.unique(group):  # records of one action share its value and rollouts
+            qa, va = q[group == a], visits[group == a]
+            assert np.all(va == va[0]) and (np.all(np.isnan(qa)) or np.all(qa == qa[0]))
+            assert np.isnan(qa[0]) == (va[0] == 0)
+            p = prior[group == a]
+            if p.sum() > 0:  # split in proportion to the prior
+                np.testing.assert_allclose(pol[group == a] * p.sum(), p * pol[group == a].sum(), atol=1e-6)
+        tc, ch = row["teacher_choice"], row["chosen"]
+        assert tc == int(np.flatnonzero(group == group[tc])[0])  # the first record of its action
+        assert visits[tc] == visits.max() > 0  # the halving's survivor was in every phase
+        assert row["teacher_value"] == pytest.approx(float(q[tc]))
+        assert 0 < len(np.unique(group[visits > 0])) <= cfg.considered + 4  # top-m, plus the certain deaths
+        if visits[ch] > 0:
+            assert row["value_lost"] == pytest.approx(float(q[tc] - q[ch]), abs=1e-6)
+        else:
+            assert math.isnan(row["value_lost"])
+        if group[tc] == group[ch]:
+            assert row["value_lost"] == 0
+        departures += group[tc] != group[ch]
+    assert result.departures == departures
+    lost = [r["value_lost"] for _, r in _rows(table) if not math.isnan(r["value_lost"])]
+    assert result.mean_value_lost == pytest.approx(float(np.mean(lost)))
+
+
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    """Every column equal, NaN equal to NaN (the value lost of an unsearched action)."""
+    if a.schema != b.schema or a.num_rows != b.num_rows:
+        return False
+    for name in a.schema.names:
+        if pa.types.is_floating(a.schema.field(name).type):
+            if not np.array_equal(a[name].to_numpy(), b[name].to_numpy(), equal_nan=True):
+                return False
+        elif not a[name].equals(b[name]):
+            return False
+    return True
+
+
+def test_the_same_config_gives_the_same_rows(played, network, tmp_path):
+    cfg, result, table, _ = played
+    _, path = network
+    again = run(profile_config("test", **CFG), path, tmp_path / "again")
+    assert _same(load_targets(tmp_path / "again"), table)
+    assert [r["rounds"] for r in again.results] == [r["rounds"] for r in result.results]
+    other = run(profile_config("test", **CFG, seed=1), path, tmp_path / "other")
+    assert other.decisions > 0 and not _same(load_targets(tmp_path / "other"), table)
+
+
+def test_records_become_the_simulators_actions():
+    recs = np.zeros(7, RECORD_DTYPE)
+    for i in range(4):
+        recs[i]["kind"], recs[i]["arg"], recs[i]["first"] = KIND_MOVE, i, i
+    recs[4]["kind"], recs[4]["arg"] = KIND_SPLIT, 1
+    recs[5]["kind"], recs[5]["arg"] = KIND_SPRINT, 3
+    recs[5]["dirs"][0] = 1 | 1 << 2 | 2 << 4  # E, E, S
+    recs[6]["kind"], recs[6]["generator"], recs[6]["arg"] = KIND_MOVE, GEN_HARVEST, 1  # a harvest move east
+    rows, group = record_rows(recs, cap=8)
+    assert rows.shape == (6, 10)
+    assert group.tolist() == [0, 1, 2, 3, 4, 5, 1]
+    assert rows[1, :2].tolist() == [MOVE, 1] and rows[4, :2].tolist() == [SPLIT, 1]
+    assert rows[5, :5].tolist() == [SPRINT, 3, 1, 1, 2] and not rows[5, 5:].any()
+    with pytest.raises(ValueError, match="cap 2"):
+        record_rows(recs, cap=2)
+    scores = np.array([10, 0, -10, np.iinfo(np.int32).min, 5, 0, 20], np.int32)
+    logits = record_logits(scores, 2)
+    assert logits[0] == 2.5 and logits[3] == -np.inf
+    alog = action_logits(logits, group, 6)
+    assert alog[1] == pytest.approx(math.log(math.exp(0) + math.exp(5.0)))  # the move and the harvest: logsumexp
+    assert alog[3] == -np.inf
+    np.testing.assert_allclose(softmax(alog), np.bincount(group, weights=softmax(logits)), rtol=1e-12)
+    assert action_legal(recs, logits, group, 6).all()  # MOVE W has no tap but is a primitive
+    recs[3]["generator"] = GEN_HARVEST  # now the untapped record is a generator's only: not searched
+    assert action_legal(recs, logits, group, 6).tolist() == [True, True, True, False, True, True]
+    recs[3]["generator"] = GEN_PRIMITIVE
+    pol = np.array([0.1, 0.4, 0.1, 0.0, 0.2, 0.2])
+    prior = softmax(logits)
+    per = split_policy(pol, prior, group)
+    assert per.sum() == pytest.approx(1.0) and per[3] == 0
+    assert per[1] / per[6] == pytest.approx(prior[1] / prior[6])
+    even = split_policy(np.array([0.5, 0.5]), np.zeros(3), np.array([0, 1, 1]))
+    assert even.tolist() == [0.5, 0.25, 0.25]  # no prior mass: an action's share split evenly
+
+
+def test_bad_configs_are_one_line_naming_the_field():
+    for kw, msg in ((dict(games=3), "games: must be even"), (dict(opponents=("nobody",)), "opponents: unknown bot"),
+                    (dict(rollout_policy="best"), "rollout_policy: 'best'"), (dict(sizes=(8,)), "sizes: board side 8"),
+                    (dict(simulations=0), "simulations"), (dict(seed=-1), "seed"),
+                    (dict(batch_games=3), "batch_games")):
+        with pytest.raises(TargetsError, match=msg):
+            profile_config("test", **kw)
+    with pytest.raises(TargetsError, match="profile: 'huge'"):
+        profile_config("huge")
+    with pytest.raises(TargetsError, match="profile test"):
+        profile_config("test", colour="red")
+    check_config(profile_config("small"))
+    check_config(profile_config("full"))
+
+
+def test_games_cycle_opponents_sides_and_symmetries():
+    cfg = profile_config("small")
+    specs = [game_spec(cfg, g) for g in range(18)]
+    assert {(s.opponent, s.symmetry) for s in specs} == {(o, y) for o in cfg.opponents for y in ("lr", "tb", "rot")}
+    for s in specs:
+        assert s.student_teams == ((0, 1) if s.opponent == SELF else (s.game % 2,))
+    for a, b in zip(specs[::2], specs[1::2], strict=True):  # against a bot: one map, sides swapped
+        assert (a.map_seed == b.map_seed) == (a.opponent != SELF) and a.seed != b.seed
+
+
+def test_the_schema_check_refuses_bad_files(played, tmp_path):
+    table = played[2]
+    good = tmp_path / "good.parquet"
+    pq.write_table(table, good)
+    assert load_targets(good).num_rows == table.num_rows
+    bad = tmp_path / "missing.parquet"
+    pq.write_table(table.drop(["teacher_policy"]), bad)
+    with pytest.raises(TargetsError, match=r"missing.parquet: column 'teacher_policy' missing"):
+        load_targets(bad)
+    old = tmp_path / "old.parquet"
+    pq.write_table(table.replace_schema_metadata({b"schema": b"loong_teacher_targets", b"version": b"0"}), old)
+    with pytest.raises(TargetsError, match=r"old.parquet: schema version '0', expected '1'"):
+        load_targets(old)
+    other = tmp_path / "other.parquet"
+    pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"2"}), other)
+    with pytest.raises(TargetsError, match="schema 'loong_replay_dataset', expected 'loong_teacher_targets'"):
+        load_targets(other)
+    retyped = tmp_path / "retyped.parquet"
+    i = table.schema.get_field_index("teacher_value")
+    pq.write_table(table.set_column(i, "teacher_value", table["teacher_value"].cast(pa.float64())), retyped)
+    with pytest.raises(TargetsError, match="column 'teacher_value' has type double, expected float"):
+        load_targets(retyped)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TargetsError, match="no part-"):
+        load_targets(tmp_path / "empty")
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"not parquet")
+    with pytest.raises(TargetsError, match="junk.parquet: not a readable Parquet file"):
+        load_targets(junk)
+
+
+def _one_line(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+def test_the_cli_answers_bad_input_in_one_line(network, tmp_path, capsys):
+    _, path = network
+    assert "profile: 'huge'" in _one_line(capsys, ["--profile", "huge", "--network", str(path), "--out",
+                                                   str(tmp_path / "o")])
+    junk = tmp_path / "junk.npz"
+    junk.write_text("not a network")
+    err = _one_line(capsys, ["--profile", "test", "--network", str(junk), "--out", str(tmp_path / "o")])
+    assert "junk.npz" in err and "not an int8 expert network" in err
+    assert "no such file" in _one_line(capsys, ["--profile", "test", "--network", str(tmp_path / "none.npz"),
+                                                "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as e:
+        main(["--profile", "test", "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--network" in err
+    assert "games: must be even" in _one_line(capsys, ["--profile", "test", "--games", "3", "--network", str(path),
+                                                       "--out", str(tmp_path / "o")])
+
+
+def test_the_cli_writes_the_targets(network, tmp_path, capsys):
+    _, path = network
+    assert main(["--profile", "test", "--network", str(path), "--out", str(tmp_path / "cli")]) == 0
+    out = capsys.readouterr().out
+    assert '"decisions"' in out and (tmp_path / "cli" / "config.json").exists()
+    assert load_targets(tmp_path / "cli").num_rows > 0
