@@ -10,7 +10,7 @@ export DAGSTER_HOME ?= $(HOME_DIR)/dagster
 export MLFLOW_TRACKING_URI ?= sqlite:///$(HOME_DIR)/mlflow.db
 export ARENA_PROFILE ?= small
 
-.PHONY: setup demo test lint ui bench clean
+.PHONY: setup demo cycle test lint ui bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ setup: $(STAMP)
 # The main job: materialise every asset of the project's graph on embedded defaults.
 demo: setup
 	$(VENV)/bin/dagster job execute -m pipeline.definitions -j main_job
+
+# One Loong expert-iteration cycle on the network `make demo` published (expert-N -> expert-N+1).
+cycle: setup
+	$(VENV)/bin/dagster job execute -m pipeline.definitions -j loong_cycle_job
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -254,8 +254,25 @@ def loong_kickstart_net(
     return dg.MaterializeResult(metadata=meta)
 
 
+def network_to_export(store) -> dict:
+    """The float network ``loong_network_int8`` exports: the student of the latest cycle when it was published after
+    the latest kickstart (expert-N+1), else the kickstart (cycle 0). ``{"kind", "folder", "checkpoint", "cycle"}``."""
+    from ops.loong_kickstart import NETWORK as KICK_NETWORK
+    from ops.loong_student import NETWORK as STUDENT_NETWORK
+
+    def published_at(asset: str) -> float:
+        pointer = store.root / GROUP / asset / "LATEST"
+        return pointer.stat().st_mtime if pointer.exists() else float("-inf")
+
+    kick, student = store.latest(GROUP, "loong_kickstart_net"), store.latest(GROUP, "loong_student")
+    if student is not None and published_at("loong_student") >= published_at("loong_kickstart_net"):
+        cycle = json.loads((student / "source.json").read_text())["cycle"]
+        return {"kind": "student", "folder": student.name, "checkpoint": student / STUDENT_NETWORK, "cycle": cycle}
+    return {"kind": "kickstart", "folder": kick.name, "checkpoint": kick / KICK_NETWORK, "cycle": 0}
+
+
 @dg.asset(
-    group_name=GROUP, deps=[loong_kickstart_net], kinds={"pytorch", "c"},
+    group_name=GROUP, deps=[loong_kickstart_net, "loong_student"], kinds={"pytorch", "c"},
     check_specs=[dg.AssetCheckSpec("bot_equals_torch", asset="loong_network_int8", blocking=True,
                                    description="expert-0's native build (the generated C network) decides as the "
                                                "fake-quantised torch network on every decision of the check games "
@@ -264,8 +281,9 @@ def loong_kickstart_net(
 )
 def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: ArtifactStoreResource,
                        ) -> dg.MaterializeResult:
-    """The kickstarted network in the int8 format (its fake-quantised integers), compiled into expert-0 and checked
-    decision by decision against torch on recorded games."""
+    """The current network in the int8 format (its fake-quantised integers): the kickstart, or the latest cycle's
+    student once one is published after it; compiled into expert-0 and checked decision by decision against torch
+    on recorded games."""
     from ops import loong_network as net_op
 
     store = artifact_store.store()
@@ -273,21 +291,24 @@ def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: Artifa
     if kick is None:
         raise dg.Failure("loong_network_int8: no published loong_kickstart_net; materialise it first",
                          allow_retries=False)
-    from ops.loong_kickstart import NETWORK
-
-    out = store.dir(GROUP, "loong_network_int8", kick.name)
+    source = network_to_export(store)
+    out = store.dir(GROUP, "loong_network_int8", source["folder"])
     try:
-        r = net_op.export(kick / NETWORK, out, progress=lambda line: context.log.info(f"loong_network_int8: {line}"))
+        r = net_op.export(source["checkpoint"], out,
+                          progress=lambda line: context.log.info(f"loong_network_int8: {line}"))
     except net_op.NetworkError as e:
         raise dg.Failure(f"loong_network_int8: {e}", allow_retries=False) from None
+    (out / "source.json").write_text(json.dumps({k: str(v) if k == "checkpoint" else v for k, v in source.items()}))
     c = r.check
     passed = c["mismatch_count"] == 0 and c["decisions"] > 0
     if passed:
-        store.publish(GROUP, "loong_network_int8", kick.name)
+        store.publish(GROUP, "loong_network_int8", source["folder"])
     return dg.MaterializeResult(
         metadata={"version": dg.MetadataValue.text(r.version), "shape": dg.MetadataValue.text(r.shape),
                   "weights": dg.MetadataValue.int(r.weights), "path": dg.MetadataValue.path(str(r.network)),
                   "kickstart": dg.MetadataValue.path(str(kick)),
+                  "source": dg.MetadataValue.text(source["kind"]), "cycle": dg.MetadataValue.int(source["cycle"]),
+                  "checkpoint": dg.MetadataValue.path(str(source["checkpoint"])),
                   "wall_seconds": dg.MetadataValue.float(r.wall_seconds)},
         check_results=[dg.AssetCheckResult(
             check_name="bot_equals_torch", passed=passed, severity=dg.AssetCheckSeverity.ERROR,

@@ -20,6 +20,8 @@ class TeacherAssetConfig(dg.Config):
     simulations: int | None = Field(default=None, description="rollouts a decision; None: the profile's")
     rollout_policy: str = Field(default="", description="every dragon's rule in the rollouts (uniform, greedy, "
                                                         "strike, seek); empty: the profile's")
+    standing_weights: list[float] = Field(default=[], description="weights of the leaf standing's shares (queen "
+                                                                  "length, longest, total); empty: the profile's")
     check_games: int | None = Field(default=None, description="games of the teacher check (even); None: the "
                                                               "profile's (test 2, small 16)")
     check_rounds: int | None = Field(default=None, description="round limit of the check's games; None: the "
@@ -31,16 +33,20 @@ def _teacher_config(config: TeacherAssetConfig, profile: str):
     from ops.loong_teacher import teacher_config
 
     given = {"simulations": config.simulations, "rollout_policy": config.rollout_policy or None,
-             "check_games": config.check_games, "check_rounds": config.check_rounds}
+             "check_games": config.check_games, "check_rounds": config.check_rounds,
+             "standing_weights": tuple(config.standing_weights) or None}
     return teacher_config(profile, seed=config.seed, **{k: v for k, v in given.items() if v is not None})
 
 
 @dg.asset(
-    group_name=GROUP, kinds={"pytorch", "mlflow"}, deps=["loong_network_int8"],
+    # reads the published loong_network_int8 from the store, no edge in the graph: the student this cycle ends with
+    # is exported by loong_network_int8, which would close a loop
+    group_name=GROUP, kinds={"pytorch", "mlflow"},
     check_specs=[dg.AssetCheckSpec(
         "teacher_beats_network", asset=TEACHER, blocking=True,
-        description="the searched teacher (zero Gumbel draws) beats the plain network, expert-0 with the latest "
-                    "loong_network_int8 on its native build: the Wilson 95% lower bound of its score rate over the "
+        description="the searched teacher (zero Gumbel draws, over the network's own candidates and priors) beats "
+                    "the plain network, expert-0 with the latest loong_network_int8 on its native build: the Wilson "
+                    "95% lower bound of its score rate over the "
                     "profile's check games is above ops.loong_teacher.CHECK_PASS_LOWER (size and bar fixed in the "
                     "code before the games)")],
 )
@@ -64,8 +70,8 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
     with mlflow.run(context, GROUP, name, tags={"asset_family": "loong-teacher"}) as tracker:
         tracker.log_params({**asdict(cfg), "network": network.name, "pass_lower": CHECK_PASS_LOWER})
         try:
-            m = teacher_check(cfg, network / "network.npz", progress=lambda line: context.log.info(f"{TEACHER}: "
-                                                                                                     f"{line}"))
+            m = teacher_check(cfg, network / "network.npz", out / "check_decisions",
+                              progress=lambda line: context.log.info(f"{TEACHER}: {line}"))
         except ValueError as e:  # a damaged network file: its loader names it
             raise dg.Failure(f"{TEACHER}: {e}", allow_retries=False) from None
         lo, hi = m.wilson
@@ -88,6 +94,7 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
                      f"95% [{lo:.3f}, {hi:.3f}]: {'pass' if passed else 'FAIL'}")
     meta.update({
         "path": dg.MetadataValue.path(str(path)),
+        "check_decisions": dg.MetadataValue.path(str(out / "check_decisions")),
         "network": dg.MetadataValue.text(network.name),
         "score": dg.MetadataValue.float(m.score),
         "wilson_low": dg.MetadataValue.float(lo),
@@ -101,3 +108,155 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
         check_name="teacher_beats_network", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
         metadata={"score": m.score, "wilson_low": lo, "pass_lower": CHECK_PASS_LOWER, "games": m.played,
                   "record": f"{m.wins}-{m.draws}-{m.losses}"})])
+
+
+# -- the teacher's targets on the student's own games, and the student distilled from them ----------------------------
+TARGETS = "loong_teacher_targets"
+STUDENT = "loong_student"
+SOURCE_FILE = "source.json"  # in a loong_network_int8 folder: the float network it was exported from, and its cycle
+
+
+def network_source(network_dir) -> dict:
+    """What a published int8 network was exported from (``loong_network_int8`` writes it): ``{"kind": "kickstart" |
+    "student", "checkpoint": path, "cycle": n}``; a folder from before the cycle existed counts as cycle 0 of its
+    kickstart, whose checkpoint is then unknown (empty)."""
+    from pathlib import Path
+
+    path = Path(network_dir) / SOURCE_FILE
+    if not path.is_file():
+        return {"kind": "kickstart", "checkpoint": "", "cycle": 0}
+    return json.loads(path.read_text())
+
+
+def published_teacher(store) -> tuple[dict, object]:
+    """The published teacher's record (its settings, the network it beat) and that network's folder."""
+    teacher = store.latest(GROUP, TEACHER)
+    if teacher is None:
+        raise dg.Failure(f"{TARGETS}: no published loong_teacher (a teacher that passed its check against the plain "
+                         "network); materialise it first", allow_retries=False)
+    record = json.loads((teacher / TEACHER_FILE).read_text())
+    network = store.root / GROUP / "loong_network_int8" / record["network"]
+    if not (network / "network.npz").is_file():
+        raise dg.Failure(f"{TARGETS}: the teacher's network {network / 'network.npz'} is gone", allow_retries=False)
+    return record, network
+
+
+def teacher_settings(config: dict):
+    """A published teacher's ``TeacherConfig`` from its record (JSON lists back to tuples)."""
+    from ops.loong_teacher import TeacherConfig
+
+    return TeacherConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
+
+
+class TargetsAssetConfig(dg.Config):
+    games: int | None = Field(default=None, description="the student's games (even); None: the profile's (test 2, "
+                                                        "small 8)")
+    max_rounds: int | None = Field(default=None, description="round limit of each game; None: the profile's")
+    seed: int = Field(default=0, description="maps, games, Gumbel draws and rollouts derive from it")
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, deps=[TEACHER])
+def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAssetConfig, mlflow: MlflowResource,
+                          artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
+    """The published teacher's improved policy and values on every decision of the student's own games (the network
+    it beat, playing its own moves against the foil, expert-h and itself): the student's inputs plus the targets."""
+    from dataclasses import asdict
+
+    from ops import loong_teacher_targets as op
+    from ops.loong_teacher import leaf_value
+
+    name = profile.checked()
+    store = artifact_store.store()
+    record, network = published_teacher(store)
+    t = record["config"]
+    given = {"games": config.games, "max_rounds": config.max_rounds}
+    cfg = validated(TARGETS, lambda: op.profile_config(
+        name, seed=config.seed, simulations=t["simulations"], considered=t["considered"],
+        rollout_rounds=t["rollout_rounds"], rollout_policy=t["rollout_policy"],
+        **{k: v for k, v in given.items() if v is not None}))
+    source = network_source(network)
+    version = version_id(context)
+    out = store.dir(GROUP, TARGETS, version)
+    with mlflow.run(context, GROUP, name, tags={"asset_family": "loong-cycle",
+                                                "cycle": str(source["cycle"] + 1)}) as tracker:
+        tracker.log_params({**asdict(cfg), "network": network.name, "teacher": store.latest(GROUP, TEACHER).name})
+        try:
+            r = op.run(cfg, network / "network.npz", out, value=leaf_value(teacher_settings(t)),
+                       progress=lambda line: context.log.info(f"{TARGETS}: {line}"))
+        except ValueError as e:  # TargetsError, or a damaged network file named by its loader
+            raise dg.Failure(f"{TARGETS}: {e}", allow_retries=False) from None
+        tracker.log_metrics({"decisions": r.decisions, "departures": r.departures,
+                             "departure_rate": r.departures / max(r.decisions, 1),
+                             "mean_value_lost": r.mean_value_lost, "decisions_per_s": r.decisions / max(r.seconds,
+                                                                                                       1e-9)})
+        meta = run_metadata(tracker, mlflow)
+    store.publish(GROUP, TARGETS, version)
+    meta.update({
+        "path": dg.MetadataValue.path(str(out)),
+        "network": dg.MetadataValue.text(network.name),
+        "cycle": dg.MetadataValue.int(source["cycle"] + 1),
+        "decisions": dg.MetadataValue.int(r.decisions),
+        "departures": dg.MetadataValue.int(r.departures),
+        "departure_rate": dg.MetadataValue.float(r.departures / max(r.decisions, 1)),
+        "mean_value_lost": dg.MetadataValue.float(r.mean_value_lost),
+        "games": dg.MetadataValue.json(r.results),
+        "wall_seconds": dg.MetadataValue.float(r.seconds),
+    })
+    return dg.MaterializeResult(metadata=meta)
+
+
+class StudentAssetConfig(dg.Config):
+    epochs: int | None = Field(default=None, description="float epochs at most; None: the profile's")
+    seed: int = Field(default=0, description="split, weights' shuffle derive from it")
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, deps=[TARGETS])
+def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig, mlflow: MlflowResource,
+                  artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
+    """The next network: the one the targets were searched for, trained on the teacher's improved policy and on a
+    value mixing the outcome with the teacher's; loong_network_int8 exports it as expert-N+1."""
+    from pathlib import Path
+
+    from ops import loong_student as op
+
+    name = profile.checked()
+    overrides = {"epochs": config.epochs} if config.epochs is not None else {}
+    cfg = validated(STUDENT, lambda: op.profile_config(name, seed=config.seed, **overrides))
+    store = artifact_store.store()
+    targets = store.latest(GROUP, TARGETS)
+    if targets is None:
+        raise dg.Failure(f"{STUDENT}: no published loong_teacher_targets; materialise it first", allow_retries=False)
+    tconf = json.loads((targets / "config.json").read_text())
+    network = store.root / GROUP / "loong_network_int8" / Path(tconf["network"]).parent.name
+    source = network_source(network)
+    init = Path(source["checkpoint"]) if source["checkpoint"] else None
+    if init is None or not init.is_file():
+        raise dg.Failure(f"{STUDENT}: the float network behind {network.name} is unknown or gone "
+                         f"({init or 'no source.json'}); rematerialise loong_network_int8", allow_retries=False)
+    cycle = source["cycle"] + 1
+    version = f"cycle{cycle}-{version_id(context)}"
+    out = store.dir(GROUP, STUDENT, version)
+    with mlflow.run(context, GROUP, name, tags={"asset_family": "loong-cycle", "cycle": str(cycle)}) as tracker:
+        tracker.log_params({"cycle": cycle, "network_int8": network.name})  # the op logs its config, targets, init
+        try:
+            r = op.run(cfg, targets, init, out, tracker, progress=lambda line: context.log.info(f"{STUDENT}: {line}"))
+        except op.StudentError as e:
+            raise dg.Failure(f"{STUDENT}: {e}", allow_retries=False) from None
+        tracker.log_artifact(r.network)
+        tracker.log_artifact(r.reliability)
+        meta = run_metadata(tracker, mlflow)
+    (out / SOURCE_FILE).write_text(json.dumps({"cycle": cycle, "init": str(init), "targets": str(targets)}))
+    store.publish(GROUP, STUDENT, version)
+    init_s, s = r.init_heldout["scalars"], r.heldout["scalars"]
+    meta.update({
+        "network_path": dg.MetadataValue.path(str(r.network)),
+        "cycle": dg.MetadataValue.int(cycle),
+        "version": dg.MetadataValue.text(r.version),
+        "init": dg.MetadataValue.path(str(init)),
+        "targets": dg.MetadataValue.path(str(targets)),
+        "heldout": dg.MetadataValue.json({"init": init_s, "student": s}),
+        "decisions_train": dg.MetadataValue.int(r.decisions_train),
+        "decisions_heldout": dg.MetadataValue.int(r.decisions_val),
+        "wall_seconds": dg.MetadataValue.float(r.wall_seconds),
+    })
+    return dg.MaterializeResult(metadata=meta)

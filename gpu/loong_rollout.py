@@ -227,6 +227,14 @@ def standing(sim: LoongSim, team: torch.Tensor, weights=STANDING_WEIGHTS) -> tor
     return torch.where(sim.result == RUNNING, share, outcome(sim, team))
 
 
+def standing_value(weights=STANDING_WEIGHTS):
+    """A value hook (``rollout_values``'s ``value``): the standing of each lane's current actor's team with these
+    share weights."""
+    def value(sim: LoongSim) -> torch.Tensor:
+        return standing(sim, actor_team(sim), weights)
+    return value
+
+
 def outcome(sim: LoongSim, team: torch.Tensor) -> torch.Tensor:
     """``[B]`` 1 / 0.5 / 0: ``team`` won / drew / lost (meaningless where the game runs on)."""
     won = sim.result == WON0 + team

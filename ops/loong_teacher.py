@@ -28,10 +28,12 @@ from gpu.loong_policy import RandomPolicy
 from gpu.loong_rollout import (
     DEFAULT_ROUNDS,
     ROLLOUT_POLICIES,
+    STANDING_WEIGHTS,
     actor_team,
     fatal_moves,
     int64_bits,
     rollout_values,
+    standing_value,
 )
 from gpu.loong_sim import DRAW, MOVE, RUNNING, SPLIT, WON0, LoongSim, Turn
 from gpu.loong_tables import GOLDEN, SLEN, TEAM, mix64
@@ -372,6 +374,7 @@ class TeacherConfig:
     considered: int = 16  # Gumbel top-m over the student's candidates (the primitive search considers all 5)
     rollout_rounds: int = DEFAULT_ROUNDS
     rollout_policy: str = "seek"
+    standing_weights: tuple[float, float, float] = STANDING_WEIGHTS  # the leaf standing's shares: queen, longest, total
     check_games: int = 16  # each generated map twice, sides swapped
     check_size: int = 20
     check_rounds: int = 100  # games end by elimination or the rules' comparison at this round
@@ -402,26 +405,45 @@ def check_teacher_config(cfg: TeacherConfig) -> None:
     if cfg.rollout_policy not in ROLLOUT_POLICIES:
         raise TeacherConfigError(f"teacher config: rollout_policy {cfg.rollout_policy!r} is not one of "
                                  f"{', '.join(ROLLOUT_POLICIES)}")
+    w = tuple(cfg.standing_weights)
+    if len(w) != 3 or min(w) < 0 or sum(w) <= 0:
+        raise TeacherConfigError(f"teacher config: standing_weights must be three non-negative numbers, not all 0; "
+                                 f"got {cfg.standing_weights!r}")
     if cfg.check_games < 2 or cfg.check_games % 2:
         raise TeacherConfigError(f"teacher config: check_games must be even and >= 2, got {cfg.check_games}")
     if not 10 <= cfg.check_size <= 64:
         raise TeacherConfigError(f"teacher config: check_size must be a board side of 10..64, got {cfg.check_size}")
 
 
-def teacher_check(cfg: TeacherConfig, network_path, *, value=None, progress=None) -> TeacherMatch:
-    """The seed's teacher check: the teacher (zero Gumbel draws) against the plain network, expert-0 with the
-    int8 network at ``network_path`` on its native build (the C turn the judged bot runs), ``cfg.check_games``
-    games; passed when the Wilson 95% lower bound of the teacher's score rate is above ``CHECK_PASS_LOWER``."""
-    from bot.expert0 import NATIVE_NAME, expert0_factory
-    from bot.int8_expert import load as load_network
-    from games.loong.match import registry
+def leaf_value(cfg: TeacherConfig):
+    """The rollouts' leaf value of this teacher: None (the default standing) or the standing with its weights."""
+    return None if tuple(cfg.standing_weights) == STANDING_WEIGHTS else standing_value(tuple(cfg.standing_weights))
 
-    net = load_network(network_path)  # ValueError naming the file
+
+def teacher_check(cfg: TeacherConfig, network_path, out_dir, *, value=None, progress=None) -> TeacherMatch:
+    """The seed's teacher check: the teacher against the plain network it is to improve, expert-0 with the int8
+    network at ``network_path`` on its native build. The teacher's side is that same network's dragons (their
+    beliefs, candidates and priors) playing the privileged search's choice over their candidates with zero Gumbel
+    draws (``ops.loong_teacher_targets`` with ``plays="teacher"``; its rows, the teacher's own decisions, are
+    written to ``out_dir``); the other side plays the network's top candidate. ``cfg.check_games`` games, each map
+    twice with sides swapped; passed when the Wilson 95% lower bound of the teacher's score rate is above
+    ``CHECK_PASS_LOWER``. A bad network file is a ValueError naming it."""
+    from ops import loong_teacher_targets as targets
+
+    tcfg = targets.TargetsConfig(
+        games=cfg.check_games, sizes=(cfg.check_size,), max_rounds=cfg.check_rounds, opponents=(targets.NETWORK,),
+        simulations=cfg.simulations, considered=cfg.considered, rollout_rounds=cfg.rollout_rounds,
+        rollout_policy=cfg.rollout_policy, gumbel=False, plays="teacher", seed=cfg.seed)
     if progress:
-        progress(f"teacher check: {cfg.check_games} games against {NATIVE_NAME} ({net.meta.get('name', 'network')})"
-                 f" on {cfg.check_size}x{cfg.check_size}, {cfg.check_rounds} rounds; bar: Wilson 95% lower bound > "
-                 f"{CHECK_PASS_LOWER}")
-    bots = {**registry(), NATIVE_NAME: expert0_factory(net)}
-    return play_teacher_vs_bot(cfg.check_size, cfg.check_games, NATIVE_NAME, seed=cfg.seed,
-                               simulations=cfg.simulations, rounds=cfg.rollout_rounds, max_rounds=cfg.check_rounds,
-                               value=value, bots=bots, policy=cfg.rollout_policy)
+        progress(f"teacher check: {cfg.check_games} games against the plain network on {cfg.check_size}x"
+                 f"{cfg.check_size}, {cfg.check_rounds} rounds; bar: Wilson 95% lower bound > {CHECK_PASS_LOWER}")
+    r = targets.run(tcfg, network_path, out_dir, value=leaf_value(cfg) if value is None else value,
+                    progress=progress)
+    m = TeacherMatch("expert-0-native (plain network)", decisions=r.decisions, seconds=r.seconds)
+    for g in r.results:
+        m.wins += g["result"] == "win"
+        m.draws += g["result"] == "draw"
+        m.losses += g["result"] == "loss"
+        m.games.append({"game": g["game"], "teacher_team": g["student_teams"][0], "result": g["result"],
+                        "rounds": g["rounds"], "reason": g["reason"], "standings": g["standings"]})
+    return m

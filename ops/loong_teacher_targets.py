@@ -45,6 +45,8 @@ SCHEMA_NAME = b"loong_teacher_targets"
 SCHEMA_VERSION = b"1"
 STUDENT = "expert-0-native"  # bot.expert0.NATIVE_NAME: the rows' ``bot``
 SELF = "self"  # the student against itself: both teams recorded
+NETWORK = "network"  # the student's network on the other side too, as a plain bot: one team recorded (the check)
+PLAYS = ("student", "teacher")  # whose choice the recorded side plays
 EXPERT_H = "expert-h-native"
 SPRINT_CAP = 64  # CORE_SPRINT_MAX: the longest sprint a record holds, so the lockstep's action rows are 2 + 64 wide
 INBOX = 128  # the lockstep simulator's inbox capacity (sonar of two teams of relaying bots; a capacity, not a rule)
@@ -79,6 +81,7 @@ class TargetsConfig:
     rollout_rounds: int = DEFAULT_ROUNDS
     rollout_policy: str = "seek"  # gpu.loong_rollout.ROLLOUT_POLICIES
     gumbel: bool = True  # Gumbel draws in the search (exploration for data collection), one generator a decision
+    plays: str = "student"  # "student": its own move (its positions: the targets); "teacher": the search's choice
     batch_games: int = 64  # games of one side played in one lockstep batch at most (one Parquet shard each)
     seed: int = 0  # every map, game, Gumbel draw and rollout derives from it
 
@@ -106,7 +109,7 @@ def profile_config(profile: str, **overrides) -> TargetsConfig:
 def known_opponents() -> list[str]:
     from games.loong.foil import registry
 
-    return sorted({*registry(), EXPERT_H, SELF})
+    return sorted({*registry(), EXPERT_H, SELF, NETWORK})
 
 
 def check_config(cfg: TargetsConfig) -> None:
@@ -123,6 +126,8 @@ def check_config(cfg: TargetsConfig) -> None:
         raise TargetsError(f"rollout_rounds: must be an integer >= 0, got {cfg.rollout_rounds!r}")
     if cfg.rollout_policy not in ROLLOUT_POLICIES:
         raise TargetsError(f"rollout_policy: {cfg.rollout_policy!r} is not one of {', '.join(ROLLOUT_POLICIES)}")
+    if cfg.plays not in PLAYS:
+        raise TargetsError(f"plays: {cfg.plays!r} is not one of {', '.join(PLAYS)}")
     if not isinstance(cfg.gumbel, bool):
         raise TargetsError(f"gumbel: must be true or false, got {cfg.gumbel!r}")
     if not isinstance(cfg.seed, int) or cfg.seed < 0:
@@ -274,7 +279,7 @@ class TargetsResult:
 
 
 def _opponent_factory(name: str, student, cache: dict):
-    if name == SELF:
+    if name in (SELF, NETWORK):
         return student
     if name not in cache:
         if name == EXPERT_H:
@@ -381,7 +386,7 @@ def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp
     from games.loong.engine import Game
     from games.loong.observation import observe as observe_reference
     from gpu.loong_diff import lockstep
-    from gpu.loong_sim import encode_action
+    from gpu.loong_sim import decode_action, encode_action
 
     factories = {} if factories is None else factories
     ref = [Game(game_map(s), s.seed, cfg.max_rounds) for s in specs]
@@ -423,6 +428,11 @@ def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp
                 row["team"] = games_[d.lane].dragons[d.dragon].team
                 rows[specs[d.lane].game].append(row)
                 pending[d.lane] = row
+                if cfg.plays == "teacher":  # the search's choice, with the student's sonar
+                    g, dragon = games_[d.lane], games_[d.lane].dragons[d.dragon]
+                    act = d.cand[d.group[row["teacher_choice"]]].tolist()
+                    picks[d.lane] = (decode_action(act, len(dragon.body), g.living[dragon.team], sim.cap),
+                                     picks[d.lane][1])
         return picks
 
     def the_bot(g, a, rng):

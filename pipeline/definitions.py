@@ -18,7 +18,7 @@ from assets import (
 )
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-CYCLE_ASSETS = ("loong_teacher",)  # the expert-iteration cycle's own assets (loong_cycle_job)
+CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_student")  # the expert-iteration cycle (its job)
 ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions,
                  loong_teacher, loong_value]
 
@@ -75,9 +75,11 @@ loong_value_job = dg.define_asset_job(
 )
 
 loong_cycle_job = dg.define_asset_job(
-    "loong_cycle_job", selection=dg.AssetSelection.assets(*CYCLE_ASSETS),
-    description="One expert-iteration cycle on the published network: the teacher and its check against the plain "
-                "network (blocking).",
+    "loong_cycle_job",
+    selection=dg.AssetSelection.assets(*CYCLE_ASSETS, "loong_network_int8", "loong_wasm_build"),
+    description="One expert-iteration cycle, expert-N to expert-N+1: the teacher and its check against the published "
+                "network (blocking), its targets on the network's own games, the student distilled from them, its "
+                "int8 export and the wasm build.",
 )
 
 defs = dg.Definitions(

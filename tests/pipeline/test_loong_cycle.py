@@ -1,0 +1,48 @@
+"""One expert-iteration cycle at the test profile: the kickstart's int8 network (cycle 0) -> the teacher's targets
+on its own games -> the student -> loong_network_int8 exports the student (cycle 1), each step one MLflow run
+tagged with its cycle. The teacher is published by hand here: two check games can never pass the check's bar."""
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import dagster as dg
+
+from assets.loong import loong_kickstart_net, loong_network_int8, loong_replay_dataset
+from assets.loong_teacher import TEACHER_FILE, loong_student, loong_teacher_targets
+from assets.resources import ExecutionResource
+from bot.int8_expert import digest
+from bot.int8_expert import load as load_network
+from ops.loong_teacher import teacher_config
+
+
+def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_runs, one_torch_thread):
+    resources = {**resources, "execution": ExecutionResource(backend="inprocess")}
+    store = resources["artifact_store"].store()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        first = dg.materialize([loong_replay_dataset, loong_kickstart_net, loong_network_int8], resources=resources,
+                               instance=instance)
+        assert first.success
+        net0 = store.latest("loong", "loong_network_int8")
+        source0 = json.loads((net0 / "source.json").read_text())
+        assert source0["kind"] == "kickstart" and source0["cycle"] == 0 and Path(source0["checkpoint"]).is_file()
+        teacher = store.dir("loong", "loong_teacher", "by-hand")
+        (teacher / TEACHER_FILE).write_text(json.dumps({"config": asdict(teacher_config("test")),
+                                                        "network": net0.name, "passed": True}))
+        store.publish("loong", "loong_teacher", "by-hand")
+        cycle = dg.materialize([loong_teacher_targets, loong_student, loong_network_int8], resources=resources,
+                               instance=instance)
+    assert cycle.success
+    targets = cycle.asset_materializations_for_node("loong_teacher_targets")[0].metadata
+    assert targets["decisions"].value > 0 and targets["cycle"].value == 1 and targets["network"].value == net0.name
+    student = cycle.asset_materializations_for_node("loong_student")[0].metadata
+    assert student["cycle"].value == 1 and Path(student["network_path"].value).is_file()
+    assert Path(student["init"].value) == Path(source0["checkpoint"])
+    net1 = store.latest("loong", "loong_network_int8")
+    source1 = json.loads((net1 / "source.json").read_text())
+    assert source1["kind"] == "student" and source1["cycle"] == 1 and net1.name.startswith("cycle1-")
+    assert digest(load_network(net1 / "network.npz")) != digest(load_network(net0 / "network.npz"))  # trained on
+    (check,) = [c for c in cycle.get_asset_check_evaluations() if c.check_name == "bot_equals_torch"]
+    assert check.passed
+    runs = {r.info.run_name: r for r in tracked_runs(resources)}
+    assert runs["loong_student"].data.tags["cycle"] == "1" == runs["loong_teacher_targets"].data.tags["cycle"]
