@@ -264,31 +264,40 @@ def _json(doc: dict) -> str:
 def load_dataset(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
     """Every shard under ``path`` (a folder of part-*.parquet, or one file), checked: the schema's name and
     version, every column and its type; a missing or unreadable file raises DatasetError naming it."""
+    return read_shards(path, SCHEMA, DatasetError, columns, "dataset ")
+
+
+def read_shards(path, schema: pa.Schema, error: type[ValueError], columns: Sequence[str] | None = None,
+                what: str = "") -> pa.Table:
+    """The shards under ``path`` (a folder of part-*.parquet, or one file), each checked against ``schema``: its
+    name and version (``schema.metadata``), every column and its type; anything else raises ``error`` in one line
+    naming the file (and the column). ``what`` names the kind of file in the message for a missing path."""
     path = Path(path)
+    if not path.exists():
+        raise error(f"{path}: no such {what}file or folder")
     files = sorted(path.glob("part-*.parquet")) if path.is_dir() else [path]
     if not files:
-        raise DatasetError(f"{path}: no part-*.parquet shards")
+        raise error(f"{path}: no part-*.parquet shards")
+    name, version = schema.metadata[b"schema"], schema.metadata[b"version"]
     tables = []
     for f in files:
         try:
-            schema = pq.read_schema(f)
+            got = pq.read_schema(f)
         except (OSError, pa.ArrowInvalid) as e:
-            raise DatasetError(f"{f}: not a readable Parquet file ({e})") from None
-        meta = schema.metadata or {}
-        if meta.get(b"schema") != SCHEMA_NAME:
-            raise DatasetError(f"{f}: schema {meta.get(b'schema', b'?').decode()!r}, expected "
-                               f"{SCHEMA_NAME.decode()!r}")
-        if meta.get(b"version") != SCHEMA_VERSION:
-            raise DatasetError(f"{f}: schema version {meta.get(b'version', b'?').decode()!r}, expected "
-                               f"{SCHEMA_VERSION.decode()!r}")
-        for field in SCHEMA:
-            if field.name not in schema.names:
-                raise DatasetError(f"{f}: column {field.name!r} missing")
-            if schema.field(field.name).type != field.type:
-                raise DatasetError(f"{f}: column {field.name!r} has type {schema.field(field.name).type}, "
-                                   f"expected {field.type}")
+            raise error(f"{f}: not a readable Parquet file ({e})") from None
+        meta = got.metadata or {}
+        if meta.get(b"schema") != name:
+            raise error(f"{f}: schema {meta.get(b'schema', b'?').decode()!r}, expected {name.decode()!r}")
+        if meta.get(b"version") != version:
+            raise error(f"{f}: schema version {meta.get(b'version', b'?').decode()!r}, expected {version.decode()!r}")
+        for field in schema:
+            if field.name not in got.names:
+                raise error(f"{f}: column {field.name!r} missing")
+            if got.field(field.name).type != field.type:
+                raise error(f"{f}: column {field.name!r} has type {got.field(field.name).type}, expected "
+                            f"{field.type}")
         try:
             tables.append(pq.read_table(f, columns=list(columns) if columns else None))
         except (OSError, pa.ArrowInvalid) as e:
-            raise DatasetError(f"{f}: cannot read its row groups ({e})") from None
+            raise error(f"{f}: cannot read its row groups ({e})") from None
     return pa.concat_tables(tables)

@@ -28,14 +28,13 @@ from pathlib import Path
 
 import lightning as L
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from gpu.loong_expert_net import count_params
 from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
 from ops.celldiv_distill import AtomicLastCheckpoint
 from ops.celldiv_teacher import model_version, save_checkpoint
-from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
+from ops.loong_dataset import read_shards
 from ops.loong_kickstart import COLUMNS as KICKSTART_COLUMNS
 from ops.loong_kickstart import (
     GENERATORS,
@@ -46,22 +45,10 @@ from ops.loong_kickstart import (
     load_network,
     reliability_png,
 )
+from ops.loong_teacher_targets import SCHEMA  # the targets: one schema, written there
 from ops.tracking import NullTracker, Tracker
 
 Progress = Callable[[str], None]
-SCHEMA_NAME = b"loong_teacher_targets"
-SCHEMA_VERSION = b"1"
-# the teacher's columns beside every column of the replay dataset's schema (rows: the student's decisions)
-TEACHER_FIELDS = (
-    ("prior", pa.binary()),  # float32 x candidate_count: the student's softmax at collection time
-    ("teacher_q", pa.binary()),  # float32 x candidate_count, NaN: not searched; records of one action share it
-    ("teacher_visits", pa.binary()),  # uint16 x candidate_count
-    ("teacher_policy", pa.binary()),  # float32 x candidate_count: the improved policy (sums to 1)
-    ("teacher_choice", pa.int16()),  # the teacher's chosen record
-    ("teacher_value", pa.float32()),  # the privileged search value, 0..1
-    ("value_lost", pa.float32()),  # NaN where not both searched
-)
-SCHEMA = pa.schema([*DATASET_SCHEMA, *TEACHER_FIELDS], metadata={b"schema": SCHEMA_NAME, b"version": SCHEMA_VERSION})
 COLUMNS = (*KICKSTART_COLUMNS, "teacher_policy", "teacher_choice", "teacher_value")
 RAGGED = ("crop", "overview", "scalars", "features", "taps", "teacher_policy")
 CHECKPOINT = "checkpoint.pt"  # Lightning's own checkpoint, rewritten every epoch
@@ -169,36 +156,7 @@ def check_config(cfg: StudentConfig) -> None:
 def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.Table:
     """Every shard under ``path`` (a folder of part-*.parquet, or one file), checked: the schema's name and
     version, every column and its type; a bad file raises StudentError naming it (and the column)."""
-    path = Path(path)
-    if not path.exists():
-        raise StudentError(f"{path}: no such targets file or folder")
-    files = sorted(path.glob("part-*.parquet")) if path.is_dir() else [path]
-    if not files:
-        raise StudentError(f"{path}: no part-*.parquet shards")
-    tables = []
-    for f in files:
-        try:
-            schema = pq.read_schema(f)
-        except (OSError, pa.ArrowInvalid) as e:
-            raise StudentError(f"{f}: not a readable Parquet file ({e})") from None
-        meta = schema.metadata or {}
-        if meta.get(b"schema") != SCHEMA_NAME:
-            raise StudentError(f"{f}: schema {meta.get(b'schema', b'?').decode()!r}, expected "
-                               f"{SCHEMA_NAME.decode()!r}")
-        if meta.get(b"version") != SCHEMA_VERSION:
-            raise StudentError(f"{f}: schema version {meta.get(b'version', b'?').decode()!r}, expected "
-                               f"{SCHEMA_VERSION.decode()!r}")
-        for field in SCHEMA:
-            if field.name not in schema.names:
-                raise StudentError(f"{f}: column {field.name!r} missing")
-            if schema.field(field.name).type != field.type:
-                raise StudentError(f"{f}: column {field.name!r} has type {schema.field(field.name).type}, "
-                                   f"expected {field.type}")
-        try:
-            tables.append(pq.read_table(f, columns=list(columns) if columns else None))
-        except (OSError, pa.ArrowInvalid) as e:
-            raise StudentError(f"{f}: cannot read its row groups ({e})") from None
-    return pa.concat_tables(tables)
+    return read_shards(path, SCHEMA, StudentError, columns, "targets ")
 
 
 def read_targets(path: str | Path) -> KickstartData:

@@ -38,7 +38,7 @@ from games.loong.mapgen import generate_map
 from gpu.loong_rollout import DEFAULT_ROUNDS, ROLLOUT_POLICIES
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
 from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
-from ops.loong_dataset import action_code
+from ops.loong_dataset import action_code, read_shards
 from ops.loong_teacher import SYMS, search
 
 SCHEMA_NAME = b"loong_teacher_targets"
@@ -527,34 +527,7 @@ def run(cfg: TargetsConfig, network_path, out_dir, *, value=None, progress: Call
 def load_targets(path, columns: Sequence[str] | None = None) -> pa.Table:
     """Every shard under ``path`` (a folder of part-*.parquet, or one file), checked: the schema's name and
     version, every column and its type; a bad file raises TargetsError naming it (and the column)."""
-    path = Path(path)
-    files = sorted(path.glob("part-*.parquet")) if path.is_dir() else [path]
-    if not files or not all(f.is_file() for f in files):
-        raise TargetsError(f"{path}: no part-*.parquet shards" if path.is_dir() else f"{path}: no such file")
-    tables = []
-    for f in files:
-        try:
-            schema = pq.read_schema(f)
-        except (OSError, pa.ArrowInvalid) as e:
-            raise TargetsError(f"{f}: not a readable Parquet file ({e})") from None
-        meta = schema.metadata or {}
-        if meta.get(b"schema") != SCHEMA_NAME:
-            raise TargetsError(f"{f}: schema {meta.get(b'schema', b'?').decode()!r}, expected "
-                               f"{SCHEMA_NAME.decode()!r}")
-        if meta.get(b"version") != SCHEMA_VERSION:
-            raise TargetsError(f"{f}: schema version {meta.get(b'version', b'?').decode()!r}, expected "
-                               f"{SCHEMA_VERSION.decode()!r}")
-        for fld in SCHEMA:
-            if fld.name not in schema.names:
-                raise TargetsError(f"{f}: column {fld.name!r} missing")
-            if schema.field(fld.name).type != fld.type:
-                raise TargetsError(f"{f}: column {fld.name!r} has type {schema.field(fld.name).type}, expected "
-                                   f"{fld.type}")
-        try:
-            tables.append(pq.read_table(f, columns=list(columns) if columns else None))
-        except (OSError, pa.ArrowInvalid) as e:
-            raise TargetsError(f"{f}: cannot read its row groups ({e})") from None
-    return pa.concat_tables(tables)
+    return read_shards(path, SCHEMA, TargetsError, columns, "targets ")
 
 
 def vectors(table: pa.Table, i: int) -> dict[str, np.ndarray]:
