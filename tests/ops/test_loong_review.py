@@ -12,14 +12,11 @@ import subprocess
 
 import numpy as np
 import pytest
-import torch
 
-from bot.int8_expert import quantize, save
 from games.loong.actions import action_record
 from games.loong.mapgen import generate_map
 from games.loong.replay import load_replay
 from games.loong.viewer import viewer_data
-from gpu.loong_expert_net import LoongExpertNet
 from ops.cli import main
 from ops.loong_review import (
     EXPERT0_NATIVE,
@@ -41,26 +38,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """ARENA_HOME for the module: the native build of expert-0 is compiled once into its cache, and the CLI finds
-    it there."""
-    with pytest.MonkeyPatch.context() as mp:
-        d = tmp_path_factory.mktemp("arena-home")
-        mp.setenv("ARENA_HOME", str(d))
-        yield d
+def home(expert_home):
+    return expert_home
 
 
 @pytest.fixture(scope="module")
-def network(home):
-    torch.manual_seed(3)
-    m = LoongExpertNet("v1t2c16", mode="fake")
-    with torch.no_grad():  # wider weights than the initialiser's, so the scores spread
-        for p in m.parameters():
-            p.mul_(2.0)
-    net = quantize(m.eval())
-    path = home / "tiny.npz"
-    save(net, path)
-    return net, path
+def network(tiny_network):
+    return tiny_network
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import torch
 
 from bot.core_candidates import (
     GEN_HARVEST,
@@ -23,9 +22,7 @@ from bot.core_candidates import (
     RECORD_DTYPE,
     parse_records,
 )
-from bot.int8_expert import quantize, save
 from games.loong.rng import dragon_seed
-from gpu.loong_expert_net import LoongExpertNet
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
 from ops.loong_dataset import action_code, match
 from ops.loong_teacher_targets import (
@@ -49,25 +46,13 @@ from ops.loong_teacher_targets import (
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    """ARENA_HOME for the module: the tiny network's native expert-0 is compiled once into its cache."""
-    with pytest.MonkeyPatch.context() as mp:
-        d = tmp_path_factory.mktemp("arena-home")
-        mp.setenv("ARENA_HOME", str(d))
-        yield d
+def home(expert_home):
+    return expert_home
 
 
 @pytest.fixture(scope="module")
-def network(home):
-    torch.manual_seed(3)
-    m = LoongExpertNet("v1t2c16", mode="fake")
-    with torch.no_grad():  # wider weights than the initialiser's, so the scores spread
-        for p in m.parameters():
-            p.mul_(2.0)
-    net = quantize(m.eval())
-    path = home / "tiny.npz"
-    save(net, path)
-    return net, path
+def network(tiny_network):
+    return tiny_network
 
 
 class Recording:
