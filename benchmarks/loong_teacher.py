@@ -72,6 +72,29 @@ def throughput(size: int, batches: list[int], simulations: int, rounds: int, see
     return out
 
 
+def check(a, value) -> None:
+    """``--check``: ``teacher_check`` with the command line's settings; prints the tally against CHECK_PASS_LOWER."""
+    import tempfile
+
+    from ops.loong_teacher import CHECK_PASS_LOWER, TeacherConfig, check_teacher_config, teacher_check
+
+    if not a.network:
+        raise SystemExit("loong_teacher.py: error: --check needs --network NET.npz (the plain network)")
+    cfg = TeacherConfig(simulations=a.simulations, rollout_rounds=a.rounds, rollout_policy=a.rollout_policy,
+                        check_games=a.games, check_size=a.size, check_rounds=a.max_rounds, seed=a.seed)
+    try:
+        check_teacher_config(cfg)
+        with tempfile.TemporaryDirectory() as out:
+            m = teacher_check(cfg, a.network, out, value=value)
+    except ValueError as e:  # a bad setting, a damaged network file: one line
+        raise SystemExit(f"loong_teacher.py: error: {e}") from None
+    lo, hi = m.wilson
+    print(f"teacher check: {m.wins}-{m.draws}-{m.losses} against the plain network over {m.played} games on "
+          f"{a.size}x{a.size}, {a.max_rounds} rounds; score {m.score:.3f}, Wilson 95% [{lo:.3f}, {hi:.3f}], bar "
+          f"lower > {CHECK_PASS_LOWER}: {'pass' if lo > CHECK_PASS_LOWER else 'FAIL'}; {m.decisions} decisions in "
+          f"{m.seconds:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=GAMES)
@@ -95,6 +118,11 @@ def main() -> None:
                          "network bot plays: the seed's teacher check")
     ap.add_argument("--standing-weights", default="", metavar="Q,L,T",
                     help="weights of the standing's three shares (queen length, longest, total); default equal")
+    ap.add_argument("--check", action="store_true",
+                    help="the seed's teacher check instead (ops.loong_teacher.teacher_check, the loong_teacher asset's "
+                         "match): the --network's own dragons play the search's choice over their candidates with "
+                         "their priors against the same network playing plain; --games, --max-rounds, --simulations, "
+                         "--rounds, --rollout-policy, --standing-weights, --seed")
     ap.add_argument("--throughput", default="", metavar="B,B,..",
                     help="instead of the match: decisions a second of one search call over B lanes, e.g. 16,64,256")
     ap.add_argument("--json", action="store_true")
@@ -128,16 +156,14 @@ def main() -> None:
     if a.standing_weights:
         if value is not None:
             ap.error("--standing-weights values rollouts by the standing: not with --value")
-        from gpu.loong_rollout import actor_team, standing
+        from gpu.loong_rollout import standing_value
 
         try:
-            weights = tuple(float(x) for x in a.standing_weights.split(","))
-            standing(LoongSim([teacher_maps(a.size, 1, 0)[0]]), torch.zeros(1, dtype=torch.int64), weights)
+            value = standing_value(a.standing_weights.split(","))
         except ValueError as e:
-            ap.error(f"--standing-weights {a.standing_weights!r}: {e}")
-
-        def value(sim):  # the standing of the current actor's team, reweighted
-            return standing(sim, actor_team(sim), weights)
+            ap.error(f"--standing-weights: {e}")
+    if a.check:
+        return check(a, value)
     t0 = time.perf_counter()
     try:
         if a.bot:

@@ -213,6 +213,18 @@ def int64_bits(x: int) -> int:
 STANDING_WEIGHTS = (1.0, 1.0, 1.0)  # queen length, longest, total: equal (placeholder)
 
 
+def checked_weights(weights) -> tuple[float, float, float]:
+    """The standing's share weights as three floats; ValueError unless they are three non-negative numbers, not
+    all 0."""
+    try:
+        w = tuple(float(x) for x in weights)
+    except (TypeError, ValueError):
+        w = ()
+    if len(w) != 3 or min(w) < 0 or sum(w) <= 0:
+        raise ValueError(f"standing weights must be three non-negative numbers, not all 0; got {weights!r}")
+    return w
+
+
 def standing(sim: LoongSim, team: torch.Tensor, weights=STANDING_WEIGHTS) -> torch.Tensor:
     """``[B]`` float in [0, 1]: the standing of ``team [B]`` in each lane (module docstring); ``weights``: of the
     three shares (queen length, longest, total), normalised to sum 1."""
@@ -220,16 +232,16 @@ def standing(sim: LoongSim, team: torch.Tensor, weights=STANDING_WEIGHTS) -> tor
     own = s.gather(1, team.view(-1, 1, 1).expand(-1, 1, 3))[:, 0]
     other = s.gather(1, (1 - team).view(-1, 1, 1).expand(-1, 1, 3))[:, 0]
     tot = own + other
-    w = torch.as_tensor(weights, dtype=torch.float32, device=sim.device)
-    if w.shape != (3,) or bool((w < 0).any()) or float(w.sum()) <= 0:
-        raise ValueError(f"standing: weights must be three non-negative numbers, not all 0; got {weights!r}")
+    w = torch.as_tensor(checked_weights(weights), dtype=torch.float32, device=sim.device)
     share = (torch.where(tot > 0, own / tot.clamp(min=1), torch.full_like(tot, 0.5)) * (w / w.sum())).sum(1)
     return torch.where(sim.result == RUNNING, share, outcome(sim, team))
 
 
 def standing_value(weights=STANDING_WEIGHTS):
     """A value hook (``rollout_values``'s ``value``): the standing of each lane's current actor's team with these
-    share weights."""
+    share weights (checked here: ValueError)."""
+    weights = checked_weights(weights)
+
     def value(sim: LoongSim) -> torch.Tensor:
         return standing(sim, actor_team(sim), weights)
     return value

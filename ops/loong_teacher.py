@@ -30,6 +30,7 @@ from gpu.loong_rollout import (
     ROLLOUT_POLICIES,
     STANDING_WEIGHTS,
     actor_team,
+    checked_weights,
     fatal_moves,
     int64_bits,
     rollout_values,
@@ -408,10 +409,10 @@ def check_teacher_config(cfg: TeacherConfig) -> None:
     if cfg.rollout_policy not in ROLLOUT_POLICIES:
         raise TeacherConfigError(f"teacher config: rollout_policy {cfg.rollout_policy!r} is not one of "
                                  f"{', '.join(ROLLOUT_POLICIES)}")
-    w = tuple(cfg.standing_weights)
-    if len(w) != 3 or min(w) < 0 or sum(w) <= 0:
-        raise TeacherConfigError(f"teacher config: standing_weights must be three non-negative numbers, not all 0; "
-                                 f"got {cfg.standing_weights!r}")
+    try:
+        checked_weights(cfg.standing_weights)
+    except ValueError as e:
+        raise TeacherConfigError(f"teacher config: {e}") from None
     if cfg.check_games < 2 or cfg.check_games % 2:
         raise TeacherConfigError(f"teacher config: check_games must be even and >= 2, got {cfg.check_games}")
     if not 10 <= cfg.check_size <= 64:
