@@ -714,9 +714,39 @@ class LoongSim:
             dies = dies | invalid
         self._kill(torch.stack([dies, headon]), torch.stack([a, os_]))
 
-    def _kill(self, m: torch.Tensor, slot: torch.Tensor) -> None:
+    def remove(self, lanes: Sequence[int], ids: Sequence[int]) -> None:
+        """Take living dragon ``ids[j]`` out of lane ``lanes[j]`` without the rules' death: it leaves its cells
+        empty (no pearls), its team's count drops, its id stays known with its last heading. Not a rule: a
+        determinisation's edit (the information test's sight states, ``ops.loong_teacher_targets``), mid-round
+        included; a lane it would leave without a team's last dragon is refused (the game would be over)."""
+        if len(lanes) != len(ids):
+            raise ValueError(f"remove: {len(lanes)} lanes for {len(ids)} ids")
+        if not len(lanes):
+            return
+        lane_t = torch.as_tensor(list(lanes), dtype=torch.int64, device=self.device)
+        id_t = torch.as_tensor(list(ids), dtype=torch.int64, device=self.device)
+        hit = self.sid.index_select(0, lane_t) == id_t[:, None]  # [n, S+1]
+        if not bool(hit.any(1).all()):
+            bad = int((~hit.any(1)).nonzero()[0, 0])
+            raise ValueError(f"remove: dragon {int(id_t[bad])} is not living in lane {int(lane_t[bad])}")
+        slot = hit.long().argmax(1)
+        team = self.tab[slot, lane_t, TEAM]
+        left = self.living.clone()
+        left.index_put_((lane_t, team), torch.full_like(lane_t, -1), accumulate=True)
+        if bool((left.index_select(0, lane_t) <= 0).any()):
+            raise ValueError("remove: a lane would be left without a team's last dragon")
+        self.version += 1
+        for k in range(len(lane_t)):  # one victim a call: a lane may lose several dragons
+            m = torch.zeros(self.B, dtype=torch.bool, device=self.device)
+            m[lane_t[k]] = True
+            s = torch.zeros(self.B, dtype=torch.int64, device=self.device)
+            s[lane_t[k]] = slot[k]
+            self._kill(m, s, leave_pearls=False)
+        self._killed = False
+
+    def _kill(self, m: torch.Tensor, slot: torch.Tensor, *, leave_pearls: bool = True) -> None:
         """Lanes in ``m`` lose dragon ``slot`` (``[B]`` or ``[k, B]``, distinct slots within a lane): it
-        leaves its cells; segments 0, 2, 4, ... become pearls."""
+        leaves its cells; segments 0, 2, 4, ... become pearls (``leave_pearls``; else every cell empty)."""
         if not bool(m.any()):
             return
         self._killed = True
@@ -732,7 +762,8 @@ class LoongSim:
         cells = self.ring_f.index_select(0, ((hp - seg) % R + fs * R).view(-1)).view(lmax, n).long()
         body = seg < L
         base = idx * (N + 1)
-        left = self._left_behind[:lmax].expand(lmax, n).reshape(-1)  # PEARL for segments 0, 2, ..., else EMPTY
+        left = (self._left_behind[:lmax].expand(lmax, n).reshape(-1) if leave_pearls  # PEARL on 0, 2, ..., else
+                else torch.full((lmax * n,), EMPTY, dtype=torch.int64, device=self.device))  # EMPTY
         self.occ_f.scatter_(0, (torch.where(body, cells, N) + base).view(-1), left)
         self.living_f.index_add_(0, idx * 2 + c[TEAM], self._minus_one[:n])
         self.id_head_f.scatter_(0, idx * self.id_head.shape[1] + sid, c[SHEAD].to(torch.int8))

@@ -34,15 +34,16 @@ import pyarrow.parquet as pq
 import torch
 
 from games.loong.actions import Forfeit
+from games.loong.engine import Game
 from games.loong.mapgen import generate_map
-from gpu.loong_rollout import DEFAULT_ROUNDS, ROLLOUT_POLICIES
+from gpu.loong_rollout import DEFAULT_ROUNDS, ROLLOUT_POLICIES, rollout_values
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
 from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
 from ops.loong_dataset import action_code, read_shards
-from ops.loong_teacher import SYMS, search
+from ops.loong_teacher import SYMS, decision_seeds, search
 
 SCHEMA_NAME = b"loong_teacher_targets"
-SCHEMA_VERSION = b"1"
+SCHEMA_VERSION = b"2"
 STUDENT = "expert-0-native"  # bot.expert0.NATIVE_NAME: the rows' ``bot``
 SELF = "self"  # the student against itself: both teams recorded
 NETWORK = "network"  # the student's network on the other side too, as a plain bot: one team recorded (the check)
@@ -60,6 +61,11 @@ TARGET_FIELDS = [
     ("teacher_choice", pa.int16()),  # the first record of the teacher's chosen action
     ("teacher_value", pa.float32()),  # q of the teacher's choice
     ("value_lost", pa.float32()),  # teacher_q[teacher_choice] - teacher_q[chosen] where both searched, else NaN
+    # The information test of a departure (``information_test``): q(teacher's action) - q(student's action) in a
+    # search of those two actions only, on three states; NaN where not tested (no departure, or info_simulations 0)
+    ("margin_full", pa.float32()),  # on the true state (the test's own noise: <= 0 where the search disagrees)
+    ("margin_sight", pa.float32()),  # enemies outside the acting dragon's 7 x 7 window taken out (queens kept)
+    ("margin_team", pa.float32()),  # enemies outside every living teammate's window taken out (queens kept)
 ]
 SCHEMA = pa.schema([*DATASET_SCHEMA, *(pa.field(n, t) for n, t in TARGET_FIELDS)],
                    metadata={b"schema": SCHEMA_NAME, b"version": SCHEMA_VERSION})
@@ -81,6 +87,7 @@ class TargetsConfig:
     rollout_rounds: int = DEFAULT_ROUNDS
     rollout_policy: str = "seek"  # gpu.loong_rollout.ROLLOUT_POLICIES
     gumbel: bool = True  # Gumbel draws in the search (exploration for data collection), one generator a decision
+    info_simulations: int = 32  # rollouts of a departure's information test on each of its 3 states (0: no test)
     plays: str = "student"  # "student": its own move (its positions: the targets); "teacher": the search's choice
     batch_games: int = 64  # games of one side played in one lockstep batch at most (one Parquet shard each)
     seed: int = 0  # every map, game, Gumbel draw and rollout derives from it
@@ -88,7 +95,7 @@ class TargetsConfig:
 
 PROFILES = {
     "test": dict(games=2, sizes=(12,), max_rounds=12, opponents=("foil",), simulations=4, considered=4,
-                 rollout_rounds=4),
+                 rollout_rounds=4, info_simulations=4),
     "small": dict(games=8, sizes=(20,), max_rounds=60),
     "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, simulations=64, considered=16),
 }
@@ -122,6 +129,10 @@ def check_config(cfg: TargetsConfig) -> None:
         raise TargetsError(f"games: must be even (each map twice, sides swapped), got {cfg.games}")
     if cfg.batch_games % 2:
         raise TargetsError(f"batch_games: must be even (a map's two games share a batch), got {cfg.batch_games}")
+    if not isinstance(cfg.info_simulations, int) or isinstance(cfg.info_simulations, bool) or cfg.info_simulations < 0:
+        raise TargetsError(f"info_simulations: must be an integer >= 0, got {cfg.info_simulations!r}")
+    if cfg.info_simulations == 1:
+        raise TargetsError("info_simulations: 1 rollout cannot value two actions; use 0 (no test) or >= 2")
     if not isinstance(cfg.rollout_rounds, int) or cfg.rollout_rounds < 0:
         raise TargetsError(f"rollout_rounds: must be an integer >= 0, got {cfg.rollout_rounds!r}")
     if cfg.rollout_policy not in ROLLOUT_POLICIES:
@@ -329,9 +340,67 @@ def _decision(lane: int, dragon: int, rnd: int, bot, action, cap: int, score_exp
     return _Decision(lane, dragon, rnd, t, recs, cand, group, logits, legal, alog, action, hit[0] if hit else -1)
 
 
-def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Sequence[_Decision], value) -> list[dict]:
+def hidden_enemies(game: Game, dragon: int, team_view: bool = False) -> list[int]:
+    """The living enemies of ``dragon`` that no cell of its 7 x 7 window shows (``team_view``: no living
+    teammate's window either), less the queens (the standing's first term, and a team is never left empty):
+    what the information test's sight state takes out. When every living enemy is hidden and none is a queen, the
+    one farthest from the dragon's head (torus distance) stays: a game without a team's last dragon is over."""
+    m, me = game.map, game.dragons[dragon]
+    win = m.window_cells().reshape(m.n_cells, -1)
+    viewers = game.living_ids(me.team) if team_view else [dragon]
+    seen = np.zeros(m.n_cells, bool)
+    for i in viewers:
+        seen[win[game.dragons[i].body[0]]] = True
+    enemies = game.living_ids(1 - me.team)
+    hidden = [i for i in enemies if not game.dragons[i].is_queen and not seen[list(game.dragons[i].body)].any()]
+    if hidden and len(hidden) == len(enemies):
+        hx, hy = m.xy(me.body[0])
+
+        def dist(i: int) -> int:
+            x, y = m.xy(game.dragons[i].body[0])
+            dx, dy = abs(x - hx), abs(y - hy)
+            return min(dx, m.width - dx) + min(dy, m.height - dy)
+
+        hidden.remove(max(hidden, key=lambda i: (dist(i), -i)))
+    return hidden
+
+
+def information_test(cfg: TargetsConfig, sim, games: Sequence[Game], todo: Sequence[_Decision],
+                     pairs: Sequence[tuple[int, int, int]], value) -> np.ndarray:
+    """``[len(pairs), 3]`` float32: for each departure ``(j, teacher's action, student's action)`` of decision
+    ``todo[j]``, q(teacher's) - q(student's) from ``cfg.info_simulations / 2`` rollouts of each of the two actions
+    (``rollout_values``: the search's rollout rule, rounds, leaf value and decision seeds, so the two actions and
+    the three states share their draws), on the true state, the dragon's sight state and its team's
+    (``hidden_enemies`` taken out by ``LoongSim.remove``). A certain death gets its rollouts too. One batch."""
+    n = len(pairs)
+    lanes = [todo[j].lane for j, _, _ in pairs]
+    fork = sim.fork(lanes * 3)
+    out_lanes, out_ids = [], []
+    for view in (1, 2):
+        for k, (j, _, _) in enumerate(pairs):
+            d = todo[j]
+            for i in hidden_enemies(games[d.lane], d.dragon, team_view=view == 2):
+                out_lanes.append(view * n + k)
+                out_ids.append(i)
+    fork.remove(out_lanes, out_ids)
+    W = 2 + sim.cap
+    cand = torch.zeros(3 * n, 2, W, dtype=torch.int64)
+    for k, (j, a, b) in enumerate(pairs):
+        for view in range(3):
+            cand[view * n + k, 0] = torch.from_numpy(todo[j].cand[a])
+            cand[view * n + k, 1] = torch.from_numpy(todo[j].cand[b])
+    lanes3 = torch.arange(3 * n, device=sim.device)
+    v = rollout_values(fork, lanes3, cand.to(sim.device), rounds=cfg.rollout_rounds,
+                       rollouts=cfg.info_simulations // 2, seed=decision_seeds(fork, lanes3, cfg.seed), value=value,
+                       policy=cfg.rollout_policy)
+    q = v.mean.cpu().numpy().astype(np.float32)
+    return (q[:, 0] - q[:, 1]).reshape(3, n).T.copy()
+
+
+def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Sequence[_Decision], value,
+                 games: Sequence[Game]) -> list[dict]:
     """One ``search`` over every waiting decision's lane (the actions padded to the widest, legal=False), then the
-    rows (after_head, after_heading and outcome filled in later)."""
+    information test of its departures, then the rows (after_head, after_heading and outcome filled in later)."""
     from bot.core_candidates import GEN_PRIMITIVE
 
     n, A, W = len(todo), max(len(d.cand) for d in todo), 2 + sim.cap
@@ -353,6 +422,13 @@ def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Seque
                  value=value, gumbel=None if gumbel is None else gumbel.to(dev), policy=cfg.rollout_policy)
     q_all, v_all = dec.values.cpu().numpy(), dec.visits.cpu().numpy()
     p_all, c_all = dec.policy.cpu().numpy().astype(np.float64), dec.choice.cpu().numpy()
+    pairs = [(j, int(c_all[j]), d.played) for j, d in enumerate(todo)
+             if d.played >= 0 and int(c_all[j]) != d.played and v_all[j, int(c_all[j])] > 0 and v_all[j, d.played] > 0]
+    margins = {}
+    if pairs and cfg.info_simulations:
+        m_all = information_test(cfg, sim, games, todo, pairs, value)
+        margins = {j: m_all[k] for k, (j, _, _) in enumerate(pairs)}
+    nan3 = np.full(3, np.nan, np.float32)
     out = []
     for j, d in enumerate(todo):
         k, spec, group = len(d.cand), specs[d.lane], d.group
@@ -375,7 +451,8 @@ def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Seque
                     "teacher_visits": np.minimum(visits[group], 65535).astype(np.uint16).tobytes(),
                     "teacher_policy": split_policy(pol, prior, group).astype(np.float32).tobytes(),
                     "teacher_choice": int(np.flatnonzero(group == choice)[0]), "teacher_value": float(q[choice]),
-                    "value_lost": lost})
+                    "value_lost": lost, **dict(zip(("margin_full", "margin_sight", "margin_team"),
+                                                      map(float, margins.get(j, nan3)), strict=True))})
     return out
 
 
@@ -424,7 +501,7 @@ def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp
                 continue  # a failed student turn (or an observation the core refused): nothing recorded
             todo.append(_decision(b, a, g.round, st.bot, action, sim.cap, score_exp, encode_action))
         if todo:
-            for d, row in zip(todo, _search_rows(cfg, sim, specs, todo, value), strict=True):
+            for d, row in zip(todo, _search_rows(cfg, sim, specs, todo, value, games_), strict=True):
                 row["team"] = games_[d.lane].dragons[d.dragon].team
                 rows[specs[d.lane].game].append(row)
                 pending[d.lane] = row

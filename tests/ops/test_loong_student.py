@@ -70,7 +70,8 @@ def teacher_columns(table: pa.Table) -> pa.Table:
                         ("teacher_q", q.tobytes()),
                         ("teacher_visits", np.where(same, 8, np.isfinite(q) * 2).astype(np.uint16).tobytes()),
                         ("teacher_choice", choice), ("teacher_value", 0.25),
-                        ("value_lost", float(q[choice] - q[chosen]) if chosen >= 0 else float("nan"))):
+                        ("value_lost", float(q[choice] - q[chosen]) if chosen >= 0 else float("nan")),
+                        ("margin_full", float("nan")), ("margin_sight", float("nan")), ("margin_team", float("nan"))):
             out[name].append(v)
     for name, values in out.items():
         table = table.append_column(SCHEMA.field(name), pa.array(values, SCHEMA.field(name).type))
@@ -199,7 +200,7 @@ def test_the_targets_schema_is_checked_naming_the_file_and_column(world, tmp_pat
     cases = [
         (write("missing", table.drop(["teacher_policy"])), "column 'teacher_policy' missing"),
         (write("old", table.replace_schema_metadata({b"schema": b"loong_teacher_targets", b"version": b"0"})),
-         "schema version '0', expected '1'"),
+         "schema version '0', expected '2'"),
         (sorted(world["dataset"].glob("part-*.parquet"))[0], "schema 'loong_replay_dataset', expected "
                                                               "'loong_teacher_targets'"),
         (write("retyped", table.set_column(table.schema.get_field_index("teacher_value"), "teacher_value",

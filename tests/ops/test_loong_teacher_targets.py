@@ -6,6 +6,7 @@ answers bad input in one line."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -24,6 +25,7 @@ from bot.core_candidates import (
 )
 from games.loong.rng import dragon_seed
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
+from ops import loong_teacher_targets as targets
 from ops.loong_dataset import action_code, match
 from ops.loong_teacher_targets import (
     SCHEMA,
@@ -141,7 +143,7 @@ def test_the_dataset_columns_are_what_the_student_read_and_played(played, networ
 
 def test_the_teacher_columns_are_consistent(played):
     cfg, result, table, _ = played
-    departures = 0
+    departures = tested_rows = 0
     for i, row in _rows(table):
         v = vectors(table, i)
         q, visits, pol, prior = v["teacher_q"], v["teacher_visits"], v["teacher_policy"], v["prior"]
@@ -170,7 +172,12 @@ def test_the_teacher_columns_are_consistent(played):
         if group[tc] == group[ch]:
             assert row["value_lost"] == 0
         departures += group[tc] != group[ch]
+        margins = [row["margin_full"], row["margin_sight"], row["margin_team"]]
+        tested = group[tc] != group[ch] and visits[ch] > 0
+        assert all(not math.isnan(m) for m in margins) if tested else all(math.isnan(m) for m in margins)
+        tested_rows += tested
     assert result.departures == departures
+    assert tested_rows > 0, "no departure got its information test"
     lost = [r["value_lost"] for _, r in _rows(table) if not math.isnan(r["value_lost"])]
     assert result.mean_value_lost == pytest.approx(float(np.mean(lost)))
 
@@ -269,7 +276,7 @@ def test_the_schema_check_refuses_bad_files(played, tmp_path):
         load_targets(bad)
     old = tmp_path / "old.parquet"
     pq.write_table(table.replace_schema_metadata({b"schema": b"loong_teacher_targets", b"version": b"0"}), old)
-    with pytest.raises(TargetsError, match=r"old.parquet: schema version '0', expected '1'"):
+    with pytest.raises(TargetsError, match=r"old.parquet: schema version '0', expected '2'"):
         load_targets(old)
     other = tmp_path / "other.parquet"
     pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"2"}), other)
@@ -321,3 +328,84 @@ def test_the_cli_writes_the_targets(network, tmp_path, capsys):
     out = capsys.readouterr().out
     assert '"decisions"' in out and (tmp_path / "cli" / "config.json").exists()
     assert load_targets(tmp_path / "cli").num_rows > 0
+
+
+# -- the information test ------------------------------------------------------------------------------------------
+def _position(dragons):
+    from games.loong.engine import Game
+    from games.loong.mapgen import generate_map
+
+    return Game.from_position(generate_map(20, 20, "lr", 3, kelp_density=0.0, portal_pairs=0), dragons, seed=4,
+                              max_rounds=30)
+
+
+def _line(x, y, n):  # head first, the body trailing south
+    return [(x, y + k) for k in range(n)]
+
+
+SCENE = [(0, 0, _line(2, 2, 4), 0), (2, 0, _line(10, 10, 3), 0), (4, 0, _line(2, 14, 3), 0),
+         (1, 1, _line(15, 15, 4), 0),  # the enemy queen, far from everyone: kept
+         (3, 1, _line(4, 1, 3), 0),  # in dragon 0's window (x 2 +- 3, y 2 +- 3)
+         (5, 1, _line(12, 12, 3), 0),  # in dragon 2's window only
+         (7, 1, _line(18, 6, 3), 0)]  # nobody's
+
+
+def test_hidden_enemies_are_the_ones_no_window_shows_less_the_queens():
+    g = _position(SCENE)
+    assert targets.hidden_enemies(g, 0) == [5, 7]
+    assert targets.hidden_enemies(g, 0, team_view=True) == [7]
+    assert targets.hidden_enemies(g, 2) == [3, 7]
+    assert targets.hidden_enemies(g, 3) == [2, 4]  # the queen 0 is in 3's window anyway; 2 and 4 are not
+    # no queen left and every enemy hidden: the farthest stays, so the team keeps a dragon
+    g2 = _position([(1, 1, _line(2, 2, 4), 0), (2, 0, _line(8, 2, 3), 0), (4, 0, _line(12, 12, 3), 0)])
+    assert targets.hidden_enemies(g2, 1) == [2]
+
+
+def _decision_at(g, rows):
+    """The decision of ``g``'s first actor (dragon 0) over the actions ``rows``, in a fresh simulator lane 0."""
+    from gpu.loong_sim import LoongSim
+
+    sim = LoongSim([g.map], max_rounds=g.max_rounds, sprint_cap=targets.SPRINT_CAP, inbox=targets.INBOX)
+    sim.load_game(0, g)
+    assert int(sim.actor_ids()[0]) == 0
+    cand = np.zeros((len(rows), 2 + sim.cap), np.int64)
+    for i, r in enumerate(rows):
+        cand[i, : len(r)] = r
+    d = targets._Decision(0, 0, 1, None, None, cand, np.arange(len(rows)), np.zeros(len(rows)),
+                          np.ones(len(rows), bool), np.zeros(len(rows)), None, 1)
+    return sim, d
+
+
+def test_the_information_test_rolls_out_the_two_actions_on_the_three_states(monkeypatch):
+    g = _position(SCENE)
+    sim, d = _decision_at(g, [(MOVE, 0), (MOVE, 1), (MOVE, 3)])  # N, E, W
+    seen = {}
+    real = targets.rollout_values
+
+    def spy(fork, lanes, cand, **kw):
+        seen["living"] = [sorted(i for i in fork.sid[b].tolist() if i >= 0) for b in lanes.tolist()]
+        seen["cand"] = cand[:, :, :2].tolist()
+        seen["kw"] = kw
+        return real(fork, lanes, cand, **kw)
+
+    monkeypatch.setattr(targets, "rollout_values", spy)
+    cfg = profile_config("test", info_simulations=8)
+    m = targets.information_test(cfg, sim, [g], [d], [(0, 1, 2), (0, 0, 0)], value=None)
+    everyone = [0, 1, 2, 3, 4, 5, 7]
+    assert seen["living"] == [everyone, everyone, [0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [0, 1, 2, 3, 4, 5],
+                              [0, 1, 2, 3, 4, 5]]  # true, sight (5 and 7 out), team (7 out); two pairs each
+    assert seen["cand"] == [[[MOVE, 1], [MOVE, 3]], [[MOVE, 0], [MOVE, 0]]] * 3
+    assert seen["kw"]["rollouts"] == 4 and seen["kw"]["rounds"] == cfg.rollout_rounds
+    assert len(set(seen["kw"]["seed"].tolist())) == 1  # one decision: the same draws on every state
+    assert m.shape == (2, 3) and np.isfinite(m).all()
+    # an action against itself: the same rollouts (common random numbers), a margin of exactly 0 on every state
+    assert np.all(m[1] == 0)
+    # the source simulator is untouched
+    assert sorted(i for i in sim.sid[0].tolist() if i >= 0) == everyone
+
+
+def test_info_simulations_is_checked():
+    with pytest.raises(TargetsError, match="info_simulations: must be an integer >= 0"):
+        check_config(dataclasses.replace(profile_config("test"), info_simulations=-1))
+    with pytest.raises(TargetsError, match="info_simulations: 1 rollout"):
+        profile_config("test", info_simulations=1)
