@@ -15,12 +15,14 @@ from assets import (
     loong_positions,
     loong_teacher,
     loong_value,
+    loong_value_lost,
 )
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
-CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_student")  # the expert-iteration cycle (its job)
+# the expert-iteration cycle (its job)
+CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_value_lost_report", "loong_student")
 ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions,
-                 loong_teacher, loong_value]
+                 loong_teacher, loong_value, loong_value_lost]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
@@ -78,8 +80,8 @@ loong_cycle_job = dg.define_asset_job(
     "loong_cycle_job",
     selection=dg.AssetSelection.assets(*CYCLE_ASSETS, "loong_network_int8", "loong_wasm_build"),
     description="One expert-iteration cycle, expert-N to expert-N+1: the teacher and its check against the published "
-                "network (blocking), its targets on the network's own games, the student distilled from them, its "
-                "int8 export and the wasm build.",
+                "network (blocking), its targets on the network's own games, their value-lost report, the student "
+                "distilled from them, its int8 export and the wasm build.",
 )
 
 defs = dg.Definitions(
