@@ -80,8 +80,9 @@ def check(a, value) -> None:
 
     if not a.network:
         raise SystemExit("loong_teacher.py: error: --check needs --network NET.npz (the plain network)")
-    cfg = TeacherConfig(simulations=a.simulations, rollout_rounds=a.rounds, rollout_policy=a.rollout_policy,
-                        check_games=a.games, check_size=a.size, check_rounds=a.max_rounds, seed=a.seed)
+    cfg = TeacherConfig(simulations=a.simulations, considered=a.considered, rollout_rounds=a.rounds,
+                        rollout_policy=a.rollout_policy, check_games=a.games, check_size=a.size,
+                        check_rounds=a.max_rounds, seed=a.seed)
     try:
         check_teacher_config(cfg)
         with tempfile.TemporaryDirectory() as out:
@@ -101,6 +102,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=SIZE)
     ap.add_argument("--max-rounds", type=int, default=MAX_ROUNDS)
     ap.add_argument("--simulations", type=int, default=16)
+    ap.add_argument("--considered", type=int, default=16, help="--check: Gumbel top-m over the network's candidates")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
