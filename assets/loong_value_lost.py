@@ -1,7 +1,8 @@
 """The cycle's value-lost report (issue 12 item 5; docs/loong-value-lost.md): every departure of the student from
 the teacher in the published targets, its value lost and its one cause (candidate, information, ranking; untested
 where the information test was off), candidate gaps by situation and generator, each generator's choice rates,
-variant loss and cost in judge points, and the departures that cost the most (the review's entry points)."""
+variant loss and cost in judge points, and the departures that cost the most (the review's entry points), each
+linked to its game's viewer page in the report folder's ``pages/`` when the targets hold the games' replays."""
 
 import json
 from pathlib import Path
@@ -73,7 +74,7 @@ def loong_value_lost_report(context: dg.AssetExecutionContext, config: ValueLost
     generators' rates, variant loss and points, and the costliest departures: report.json, report.md, a picture and
     top_departures.json, one MLflow run tagged with the cycle."""
     from ops.loong_teacher_targets import load_targets
-    from ops.loong_value_lost import COLUMNS, FILES, ReportError, generator_points, write_report
+    from ops.loong_value_lost import COLUMNS, FILES, PAGES, ReportError, generator_points, write_report
 
     name = profile.checked()
     s = validated(REPORT, _settings, config, name)
@@ -96,12 +97,15 @@ def loong_value_lost_report(context: dg.AssetExecutionContext, config: ValueLost
         try:
             points = (generator_points(s["points_size"], s["points_rounds"], s["points_games"], s["seed"])
                       if s["points_games"] else None)
-            doc = write_report(table, out, top=s["top"], points=points)
+            doc = write_report(table, out, top=s["top"], points=points, targets=targets)
         except ReportError as e:
             raise dg.Failure(f"{REPORT}: {e}", allow_retries=False) from None
         tracker.log_metrics(_metrics(doc))
         for f in FILES:
             tracker.log_artifact(out / f)
+        pages = sorted((out / PAGES).glob("*.html"))
+        for page in pages:  # beside report.md as in the folder, so its links resolve among the artifacts too
+            tracker.log_artifact(page, artifact_path=PAGES)
         meta = run_metadata(tracker, mlflow)
     store.publish(GROUP, REPORT, version)
     causes = doc["causes"]
@@ -120,7 +124,13 @@ def loong_value_lost_report(context: dg.AssetExecutionContext, config: ValueLost
         "report": dg.MetadataValue.md((out / "report.md").read_text()),
         "picture": png_markdown(out / "value_lost.png", "value lost by cause"),
         "top_departures": dg.MetadataValue.path(str(out / "top_departures.json")),
+        "pages": dg.MetadataValue.int(len(pages)),
     })
+    top = json.loads((out / "top_departures.json").read_text())
+    if top and top[0].get("page"):  # the costliest decision: its page, and a link opening it at the decision
+        page, query = top[0]["page"].split("?", 1)
+        meta["top_departure_page"] = dg.MetadataValue.path(str(out / page))
+        meta["top_departure_link"] = dg.MetadataValue.url(f"{(out / page).as_uri()}?{query}")
     return dg.MaterializeResult(metadata=meta)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from games.loong.actions import action_record
@@ -100,7 +100,14 @@ class Decision:
     teacher: TeacherReview | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """``dataclasses.asdict(self)``, written out: asdict's deep copies were most of the time a game's review
+        took to write (a decision holds hundreds of candidates)."""
+        out = dict(self.__dict__)
+        out["played"] = {k: list(v) if isinstance(v, list) else v for k, v in self.played.items()}
+        out["candidates"] = [{**c.__dict__, "args": list(c.args), "flags": list(c.flags)} for c in self.candidates]
+        if self.teacher is not None:
+            out["teacher"] = {k: dict(getattr(self.teacher, k).__dict__) for k in ("played", "network", "teacher")}
+        return out
 
 
 @dataclass

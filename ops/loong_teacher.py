@@ -439,7 +439,8 @@ def teacher_check(cfg: TeacherConfig, network_path, out_dir, *, value=None, prog
     tcfg = targets.TargetsConfig(
         games=cfg.check_games, sizes=(cfg.check_size,), max_rounds=cfg.check_rounds, opponents=(targets.NETWORK,),
         simulations=cfg.simulations, considered=cfg.considered, rollout_rounds=cfg.rollout_rounds,
-        rollout_policy=cfg.rollout_policy, gumbel=False, plays="teacher", info_simulations=0, seed=cfg.seed)
+        rollout_policy=cfg.rollout_policy, gumbel=False, plays="teacher", info_simulations=0, replays=False,
+        seed=cfg.seed)
     if progress:
         progress(f"teacher check: {cfg.check_games} games against the plain network on {cfg.check_size}x"
                  f"{cfg.check_size}, {cfg.check_rounds} rounds; bar: Wilson 95% lower bound > {CHECK_PASS_LOWER}")

@@ -13,7 +13,8 @@ plays its own move, so the rows are the student's state distribution (DAgger-lik
     table = load_targets(out_dir)                   # checked: schema name, version, every column and type
 
 One row a student decision: every column of the replay dataset (``ops.loong_dataset.SCHEMA``, filled as it
-fills them) plus the teacher's (``TARGET_FIELDS``).
+fills them) plus the teacher's (``TARGET_FIELDS``). Each game's replay and its review with the teacher's verdicts
+(and with ``pages`` its viewer page) go to out_dir/replays (``write_game``), named in games.json.
 """
 
 from __future__ import annotations
@@ -91,13 +92,18 @@ class TargetsConfig:
     plays: str = "student"  # "student": its own move (its positions: the targets); "teacher": the search's choice
     batch_games: int = 64  # games of one side played in one lockstep batch at most (one Parquet shard each)
     seed: int = 0  # every map, game, Gumbel draw and rollout derives from it
+    replays: bool = True  # every game's replay and review (the teacher's verdicts) in out/replays (``write_game``)
+    pages: bool = False  # with replays, also each game's viewer page, out/replays/<stem>.html
 
 
 PROFILES = {
     "test": dict(games=2, sizes=(12,), max_rounds=12, opponents=("foil",), simulations=4, considered=4,
                  rollout_rounds=4, info_simulations=4),
-    "small": dict(games=8, sizes=(20,), max_rounds=60),
-    "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, simulations=64, considered=16),
+    "small": dict(games=8, sizes=(20,), max_rounds=60, pages=True),
+    # no replays for 384 games of 500 rounds: a review holds every candidate of every decision, about 44 KB a
+    # decision, some 20 GB at this size (docs/loong-teacher-targets.md); the report then links nothing
+    "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, simulations=64, considered=16,
+                 replays=False),
 }
 
 
@@ -139,8 +145,9 @@ def check_config(cfg: TargetsConfig) -> None:
         raise TargetsError(f"rollout_policy: {cfg.rollout_policy!r} is not one of {', '.join(ROLLOUT_POLICIES)}")
     if cfg.plays not in PLAYS:
         raise TargetsError(f"plays: {cfg.plays!r} is not one of {', '.join(PLAYS)}")
-    if not isinstance(cfg.gumbel, bool):
-        raise TargetsError(f"gumbel: must be true or false, got {cfg.gumbel!r}")
+    for name in ("gumbel", "replays", "pages"):
+        if not isinstance(getattr(cfg, name), bool):
+            raise TargetsError(f"{name}: must be true or false, got {getattr(cfg, name)!r}")
     if not isinstance(cfg.seed, int) or cfg.seed < 0:
         raise TargetsError(f"seed: must be an integer >= 0, got {cfg.seed!r}")
     if not cfg.sizes:
@@ -275,6 +282,7 @@ class TargetsResult:
     mean_value_lost: float  # over the decisions with a value lost (both actions searched); NaN when none
     seconds: float
     config: dict = field(default_factory=dict)
+    replay_seconds: float = 0.0  # of ``seconds``: writing the replays, reviews and pages
 
     def summary(self) -> dict:
         from collections import Counter
@@ -283,7 +291,7 @@ class TargetsResult:
         return {"decisions": self.decisions, "games": self.games, "departures": self.departures,
                 "departure_rate": self.departures / self.decisions if self.decisions else 0.0,
                 "mean_value_lost": None if math.isnan(self.mean_value_lost) else self.mean_value_lost,
-                "seconds": round(self.seconds, 2),
+                "seconds": round(self.seconds, 2), "replay_seconds": round(self.replay_seconds, 2),
                 "decisions_per_second": self.decisions / self.seconds if self.seconds > 0 else 0.0,
                 "results": {f"{o} {r}": n for (o, r), n in sorted(tally.items())},
                 "shards": [str(p) for p in self.paths]}
@@ -456,17 +464,46 @@ def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Seque
     return out
 
 
+class _RecordingGame(Game):
+    """A reference game that keeps each turn as a replay stores it (``TurnRecord``; lockstep plays it through
+    ``turn``). Its clones are plain games."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.records: list = []
+
+    def turn(self, dragon_id, action, sonar=None):
+        from games.loong.bots import TurnRecord
+
+        out = super().turn(dragon_id, action, sonar)
+        death = next((c for j, c in out.deaths if j == dragon_id), None)
+        self.records.append(TurnRecord(self.round, dragon_id, action, sonar, 0, death))
+        return out
+
+
+@dataclass
+class GameRecord:
+    """What a game's replay and review are written from (``play_batch(record=...)``): the finished reference game
+    (its turns in ``records``) and, per student decision (dragon, round), the raw value, the record logits and the
+    student's own pick (``decision()``'s index)."""
+
+    game: Game
+    notes: dict[tuple[int, int], tuple[int, np.ndarray, int]]
+
+
 def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp: int, *, value=None,
-               device: str = "cpu", factories: dict | None = None) -> tuple[dict[int, list[dict]], list[dict]]:
-    """The games ``specs`` (one board side) in one lockstep batch; returns (rows by game, one result a game)."""
+               device: str = "cpu", factories: dict | None = None,
+               record: dict[int, GameRecord] | None = None) -> tuple[dict[int, list[dict]], list[dict]]:
+    """The games ``specs`` (one board side) in one lockstep batch; returns (rows by game, one result a game).
+    ``record``: filled with each game's ``GameRecord`` (for its replay and review)."""
     from games.loong.bots import _Seat, ask_bot, standings
-    from games.loong.engine import Game
     from games.loong.observation import observe as observe_reference
     from gpu.loong_diff import lockstep
     from gpu.loong_sim import decode_action, encode_action
 
     factories = {} if factories is None else factories
-    ref = [Game(game_map(s), s.seed, cfg.max_rounds) for s in specs]
+    ref = [_RecordingGame(game_map(s), s.seed, cfg.max_rounds) for s in specs]
+    notes: dict[int, dict] = {s.game: {} for s in specs}
     lane_of = {id(g): b for b, g in enumerate(ref)}
     opp = [_opponent_factory(s.opponent, student, factories) for s in specs]
     seats: list[dict[int, _Seat]] = [{} for _ in ref]  # every dragon's bot, seated at its first turn
@@ -500,6 +537,9 @@ def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp
             if st.bot is None or isinstance(action, Forfeit) or st.bot.last_code != 0:
                 continue  # a failed student turn (or an observation the core refused): nothing recorded
             todo.append(_decision(b, a, g.round, st.bot, action, sim.cap, score_exp, encode_action))
+            if record is not None:  # the student's own pick and the value it saw, for its review
+                own, raw_value, _ = st.bot.decision()
+                notes[specs[b].game][(a, g.round)] = (int(raw_value), todo[-1].logits, int(own))
         if todo:
             for d, row in zip(todo, _search_rows(cfg, sim, specs, todo, value, games_), strict=True):
                 row["team"] = games_[d.lane].dragons[d.dragon].team
@@ -533,6 +573,8 @@ def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp
                         "winner": winner, "rounds": g.round, "reason": g.result.reason,
                         "standings": {str(k): v for k, v in standings(g).items()},
                         "decisions": len(rows[spec.game])})
+        if record is not None:
+            record[spec.game] = GameRecord(g, notes[spec.game])
     return rows, results
 
 
@@ -553,10 +595,132 @@ def batches(cfg: TargetsConfig) -> list[list[GameSpec]]:
     return out
 
 
+# -- each game's replay, review and page ----------------------------------------------------------------------------
+REPLAYS = "replays"  # the folder of the games' replays, reviews and pages inside the targets folder
+
+
+def side_names(cfg: TargetsConfig, spec: GameSpec) -> tuple[str, str]:
+    """The replay's bot names, team 0 then team 1: the recorded side is ``expert-0-native`` (``teacher`` when it
+    plays the search's choice); a bot opponent its name, ``self`` and ``network`` expert-0-native."""
+    mine = STUDENT if cfg.plays == "student" else "teacher"
+    other = STUDENT if spec.opponent in (SELF, NETWORK) else spec.opponent
+    return tuple(mine if t in spec.student_teams else other for t in (0, 1))  # type: ignore[return-value]
+
+
+def replay_stem_of(cfg: TargetsConfig, spec: GameSpec) -> str:
+    """``game0003_expert-0-native_vs_foil``: the game number, the recorded side and the opponent
+    (``games.loong.match.replay_stem``)."""
+    from games.loong.match import replay_stem
+
+    names = side_names(cfg, spec)
+    mine = names[spec.student_teams[0]]
+    return replay_stem(spec.game, mine, names[1 - spec.student_teams[0]] if len(spec.student_teams) == 1 else mine)
+
+
+def _none_if_nan(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def review_decisions(cfg: TargetsConfig, rows: Sequence[dict], rec: GameRecord, value_exp: int) -> list:
+    """A game's rows as review decisions (``ops.loong_review.Decision``) in the game's turn order: every candidate
+    (the record with the student's score and prior, the teacher's rollouts and Q), the value the student saw, the
+    candidate played (``chosen``: the student's own pick, a record of the row's ``chosen`` action; the teacher's
+    choice when it plays) and the teacher review: the played, network (the student's top prior) and teacher
+    choices, each with its candidate, option, Q and value lost."""
+    from bot.core_candidates import parse_records
+    from ops.loong_review import Decision, TeacherReview, played_json, record_candidate, sigmoid
+
+    turns = {(t.round, t.dragon_id): (k, t) for k, t in enumerate(rec.game.records)}
+    out = []
+    for row in rows:
+        key = (row["round"], row["dragon"])
+        raw, logits, own = rec.notes[(row["dragon"], row["round"])]
+        recs = parse_records(row["candidates"])
+        prior = np.frombuffer(row["prior"], np.float32).astype(np.float64)
+        q = np.frombuffer(row["teacher_q"], np.float32)
+        visits = np.frombuffer(row["teacher_visits"], np.uint16)
+        cands = []
+        for i, r in enumerate(recs):
+            c = record_candidate(r, row["width"], None if not np.isfinite(logits[i]) else float(logits[i]),
+                                 float(prior[i]))
+            c.visits, c.q = int(visits[i]), _none_if_nan(q[i])
+            cands.append(c)
+        tc, chosen = int(row["teacher_choice"]), int(row["chosen"])
+        if cfg.plays == "teacher":
+            played = tc
+        else:  # the record the student picked (a harvest move, say), else the first of the action it played
+            _, group = record_rows(recs)
+            played = own if chosen >= 0 and 0 <= own < len(recs) and group[own] == group[chosen] else chosen
+        top = int(np.argmax(prior)) if prior.sum() > 0 else -1
+        logit = raw * 2.0 ** -value_exp
+        review = TeacherReview(*(_choice(cands, q, tc, i) for i in (played, top, tc)))
+        out.append((turns[key][0], Decision(
+            row["round"], row["dragon"], row["team"], row["bot"], sigmoid(logit), logit,
+            None if played < 0 else played, played_json(turns[key][1].action), cands, cfg.simulations, review)))
+    return [d for _, d in sorted(out, key=lambda kd: kd[0])]
+
+
+def _choice(cands: list, q: np.ndarray, tc: int, i: int):
+    """Candidate ``i``'s side of a teacher review: its option, Q and value lost (q[tc] - q[i], float32 as the row's
+    value_lost; 0 for the teacher's own choice); no candidate when ``i`` < 0."""
+    from ops.loong_review import Choice
+
+    if i < 0:
+        return Choice(None, "wander")
+    return Choice(i, cands[i].option, _none_if_nan(q[i]), 0.0 if i == tc else _none_if_nan(q[tc] - q[i]))
+
+
+def write_game(cfg: TargetsConfig, spec: GameSpec, rows: Sequence[dict], rec: GameRecord, folder: Path, net) -> dict:
+    """Game ``spec``'s replay (``games.loong.replay.save_replay``: ``<stem>.json`` + ``.parquet``), its review
+    (``<stem>.review.jsonl``, ``review_decisions``) and, with ``cfg.pages``, its viewer page (``<stem>.html``,
+    verified by ``games.loong.viewer.write_viewer``) in ``folder``; returns their paths relative to the targets
+    folder (games.json's ``replay``, ``review``, ``page``)."""
+    from bot.int8_expert import digest
+    from games.loong.bots import MatchResult, standings
+    from games.loong.replay import save_replay
+    from ops.loong_review import save_review
+
+    g = rec.game
+    deaths = {i: (d.died, d.cause) for i, d in g.dragons.items() if not d.alive}
+    match = MatchResult(g.map, g.seed, side_names(cfg, spec), g.result, list(g.records), list(g.hashes), deaths,
+                        (0.0, 0.0), standings(g), g.max_rounds)
+    stem = replay_stem_of(cfg, spec)
+    json_path, _ = save_replay(match, folder / stem)
+    who = {"bot": STUDENT, "network": digest(net), "shape": net.shape.name, "plays": cfg.plays,
+           "teacher": {"simulations": cfg.simulations, "considered": cfg.considered, "gumbel": cfg.gumbel,
+                       "rollout_rounds": cfg.rollout_rounds, "rollout_policy": cfg.rollout_policy}}
+    decisions = review_decisions(cfg, rows, rec, net.value_exp)
+    review = save_review(decisions, json_path, reviewers={t: who for t in spec.student_teams})
+    page = None
+    if cfg.pages:  # only with replays (run calls this only then)
+        from games.loong.viewer import write_viewer
+
+        with review.open() as f:  # the review's plain data (ops.loong_review.viewer_review) without reading it back
+            data = {"header": json.loads(f.readline()), "decisions": [d.to_json() for d in decisions]}
+        page = write_viewer(json_path, folder / f"{stem}.html", data)
+    rel = folder.name
+    return {"replay": f"{rel}/{json_path.name}", "review": f"{rel}/{review.name}",
+            "page": None if page is None else f"{rel}/{page.name}"}
+
+
+def _clear_replays(folder: Path) -> None:
+    """A previous run's replays, reviews and pages (only the files this module writes)."""
+    if not folder.is_dir():
+        return
+    for pattern in ("game*.json", "game*.parquet", "game*.review.jsonl", "game*.html"):
+        for old in folder.glob(pattern):
+            old.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
 def run(cfg: TargetsConfig, network_path, out_dir, *, value=None, progress: Callable[[str], None] | None = None,
         device: str = "cpu", student=None) -> TargetsResult:
     """Play every batch (``batches``), write one shard a batch as ``out_dir/part-<first game, 6 digits>.parquet``
-    plus ``config.json`` and ``games.json``, read the shards back (``load_targets``) and sum them up.
+    plus ``config.json`` and ``games.json``, read the shards back (``load_targets``) and sum them up. With
+    ``cfg.replays``, each game's replay and review (and with ``cfg.pages`` its page) go to ``out_dir/replays``
+    (``write_game``; games.json names them).
     ``network_path``: the student's int8 network (``bot.int8_expert.load``: ValueError naming the file); ``value``:
     the rollouts' leaf value hook (``gpu.loong_rollout.rollout_values``); ``student``: a factory wrapping the
     network's native expert-0 (``student(expert0_factory(net))``; its bots must expose ``inputs``, ``decision``
@@ -571,18 +735,30 @@ def run(cfg: TargetsConfig, network_path, out_dir, *, value=None, progress: Call
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("part-*.parquet"):
         old.unlink()
+    folder = out / REPLAYS
+    _clear_replays(folder)
+    if cfg.replays:
+        folder.mkdir(exist_ok=True)
     native = expert0_factory(net)
     student = native if student is None else student(native)
     factories: dict = {}
     t0 = time.perf_counter()
     paths, results = [], []
     plan = batches(cfg)
+    replay_seconds = 0.0
     for i, specs in enumerate(plan):
-        rows, res = play_batch(cfg, specs, student, net.score_exp, value=value, device=device, factories=factories)
+        record: dict[int, GameRecord] | None = {} if cfg.replays else None
+        rows, res = play_batch(cfg, specs, student, net.score_exp, value=value, device=device, factories=factories,
+                               record=record)
         table = encode_rows([r for s in specs for r in rows[s.game]])
         path = out / f"part-{specs[0].game:06d}.parquet"
         pq.write_table(table, path, compression="zstd")
         paths.append(path)
+        t1 = time.perf_counter()
+        for spec, r in zip(specs, res, strict=True):
+            r.update(write_game(cfg, spec, rows[spec.game], record[spec.game], folder, net) if record is not None
+                     else {"replay": None, "review": None, "page": None})
+        replay_seconds += time.perf_counter() - t1
         results += res
         if progress:
             progress(f"batch {i + 1}/{len(plan)}: {len(specs)} games of {specs[0].size}x{specs[0].size}, "
@@ -598,7 +774,7 @@ def run(cfg: TargetsConfig, network_path, out_dir, *, value=None, progress: Call
     lost = table["value_lost"].to_numpy(zero_copy_only=False).astype(np.float64)
     lost = lost[~np.isnan(lost)]
     return TargetsResult(out, paths, table.num_rows, cfg.games, results, departures,
-                         float(lost.mean()) if len(lost) else float("nan"), seconds, asdict(cfg))
+                         float(lost.mean()) if len(lost) else float("nan"), seconds, asdict(cfg), replay_seconds)
 
 
 def load_targets(path, columns: Sequence[str] | None = None) -> pa.Table:
@@ -624,14 +800,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = _Parser(prog="python -m ops.loong_teacher_targets", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="small", help="test (seconds), small (this CPU, minutes), full")
     ap.add_argument("--network", required=True, help="the student's int8 network (.npz, bot.int8_expert.save)")
-    ap.add_argument("--out", required=True, help="output folder: part-*.parquet, config.json, games.json")
+    ap.add_argument("--out", required=True, help="output folder: part-*.parquet, config.json, games.json, "
+                                                 "replays/")
     ap.add_argument("--seed", type=int, default=None, help="override the profile's seed")
     ap.add_argument("--games", type=int, default=None, help="override the profile's number of games (even)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--replays", action=argparse.BooleanOptionalAction, default=None,
+                    help="write each game's replay and review to OUT/replays (default: the profile's: test and small "
+                         "on, full off)")
+    ap.add_argument("--pages", action=argparse.BooleanOptionalAction, default=None,
+                    help="with replays, also each game's viewer page (default: the profile's: small on, test and "
+                         "full off)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     try:
-        overrides = {k: v for k, v in (("seed", args.seed), ("games", args.games)) if v is not None}
+        overrides = {k: v for k, v in (("seed", args.seed), ("games", args.games), ("replays", args.replays),
+                                       ("pages", args.pages)) if v is not None}
         cfg = profile_config(args.profile, **overrides)
         if args.threads < 1:
             raise TargetsError(f"--threads: must be >= 1, got {args.threads}")
@@ -661,5 +845,5 @@ if __name__ == "__main__":
 
 __all__ = ["PROFILES", "SCHEMA", "SCHEMA_NAME", "SCHEMA_VERSION", "TARGET_FIELDS", "GameSpec", "TargetsConfig",
            "TargetsError", "TargetsResult", "action_legal", "action_logits", "batches", "check_config", "game_spec",
-           "load_targets", "main", "play_batch", "profile_config", "record_logits", "record_rows", "run",
-           "softmax", "split_policy", "vectors"]
+           "load_targets", "main", "play_batch", "profile_config", "record_logits", "record_rows", "replay_stem_of",
+           "review_decisions", "run", "side_names", "softmax", "split_policy", "vectors", "write_game"]

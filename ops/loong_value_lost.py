@@ -5,7 +5,8 @@ student from the teacher, the value it lost, and its cause, so the next cycle's 
     causes = classify(table)                              # one CAUSES code a row
     doc = report(table, points=generator_points(20, 30, 1, 0))
     top = top_departures(table, 20)                       # the review's entry points
-    write_report(table, out_dir)                          # report.json, report.md, value_lost.png, top_departures.json
+    write_pages(top, targets_dir, out_dir)                # each one's ``page``: its game's viewer page in out/pages
+    write_report(table, out_dir, targets=targets_dir)     # report.json, report.md, value_lost.png, top_departures.json
 
 A **departure** is a searched row (``value_lost`` finite) whose teacher action is not the student's (the two
 records' actions differ as ``record_rows`` groups them). Exactly one cause a departure, in this order:
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +59,7 @@ CROP, CROP_CH, WINDOW = 17, 56, slice(5, 12)
 CH_PEARL_SEEN, CH_ENEMY_SEG = 19, 25  # pearl as last seen (127 / 0), an enemy's segment as last seen (seg)
 SCALAR_QUEEN = 1  # is queen: 127 / 0
 FILES = ("report.json", "report.md", "value_lost.png", "top_departures.json")
+PAGES = "pages"  # the report folder's viewer pages of the games its top departures are in (``write_pages``)
 POINTS_PAIRING = ("foil", "foil")  # the recorded games of generator_points
 
 
@@ -293,6 +296,86 @@ def top_departures(table: pa.Table, k: int, facts: Facts | None = None) -> list[
              **{m: _num(v[i]) for m, v in f.margins.items()}} for i in rows.tolist()]
 
 
+# -- the top departures' viewer pages -----------------------------------------------------------------------------
+def game_replays(targets) -> dict[int, Path]:
+    """Each game's replay header in a targets folder (or the folder of one of its shards), as its ``games.json``
+    names them (``replay``, written by ``ops.loong_teacher_targets.run`` with ``replays`` on); {} when there is no
+    games.json or it names no replay."""
+    folder = Path(targets)
+    folder = folder if folder.is_dir() else folder.parent
+    path = folder / "games.json"
+    if not path.is_file():
+        return {}
+    try:
+        games = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: not JSON ({e})") from None
+    if not isinstance(games, list):
+        raise ReportError(f"{path}: expected a list of games, got {type(games).__name__}")
+    out = {}
+    for i, g in enumerate(games):
+        number = g.get("game") if isinstance(g, dict) else None
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise ReportError(f"{path}: entry {i}: game: expected a game number")
+        rel = g.get("replay")
+        if rel is None:
+            continue
+        if not isinstance(rel, str) or not rel.endswith(".json"):
+            raise ReportError(f"{path}: entry {i}: replay: expected a replay header's path, got {json.dumps(rel)[:60]}")
+        out[number] = folder / rel
+    return out
+
+
+def _page(replay_json: Path, pages: Path, decisions: Sequence[tuple[int, int]]) -> Path:
+    """The page of the game at ``replay_json`` in ``pages``: the targets' own page copied when it wrote one, else
+    written from the replay and its review (verified, the review checked against it; every decision in
+    ``decisions``, (round, dragon), must be in the review)."""
+    from games.loong.replay import load_replay
+    from games.loong.viewer import write_viewer
+    from ops.loong_review import check_against_replay, load_review, review_path, viewer_review
+
+    dest = pages / replay_json.with_suffix(".html").name
+    own = replay_json.with_suffix(".html")
+    if own.is_file():
+        shutil.copyfile(own, dest)
+        return dest
+    if not replay_json.is_file():
+        raise ReportError(f"{replay_json}: the replay games.json names is missing")
+    try:
+        review = load_review(review_path(replay_json))
+        replay = load_replay(replay_json)
+        check_against_replay(review, replay)
+        for r, d in decisions:
+            if review.at(r, d) is None:
+                raise ReportError(f"{review.path}: no decision of dragon {d} at round {r} (a top departure's)")
+        write_viewer(replay_json, dest, viewer_review(review))
+    except ValueError as e:  # ReplayError, ReviewError: one line naming the file
+        raise ReportError(str(e)) from None
+    return dest
+
+
+def write_pages(top: Sequence[dict], targets, out) -> list[Path]:
+    """Give each top departure its ``page``: ``pages/<stem>.html?round=R&dragon=D``, relative to the report folder
+    ``out``, where ``out/pages/<stem>.html`` is its game's viewer page (one a game, ``_page``); None where the
+    targets hold no replay of the game. Returns the pages written."""
+    replays = game_replays(targets)
+    pages = Path(out) / PAGES
+    if pages.is_dir():
+        for old in pages.glob("*.html"):
+            old.unlink()
+    games: dict[int, list[tuple[int, int]]] = {}
+    for t in top:
+        if t["game"] in replays:
+            games.setdefault(t["game"], []).append((t["round"], t["dragon"]))
+    if games:
+        pages.mkdir(parents=True, exist_ok=True)
+    written = {g: _page(replays[g], pages, at) for g, at in games.items()}
+    for t in top:
+        p = written.get(t["game"])
+        t["page"] = None if p is None else f"{PAGES}/{p.name}?round={t['round']}&dragon={t['dragon']}"
+    return list(written.values())
+
+
 # -- generators' cost in judge points --------------------------------------------------------------------------------
 def candidates_test_exports() -> Path:
     """The candidates' wasm32 test exports (``ccore_*``; tests/bot/core/c/candidates_wasm.c, in the checkout)."""
@@ -424,13 +507,21 @@ def render_markdown(doc: dict, top: Sequence[dict] = ()) -> str:
                       f"escape together (their shared search from the head): median "
                       f"{p['harvest+escape']['median']:,.0f}, p99 {p['harvest+escape']['p99']:,.0f}."]
     if top:
-        lines += ["", "## The departures that cost the most", "",
-                  "| game | dragon | round | cause | value lost | student | teacher |",
-                  "|---:|---:|---:|---|---:|---|---|"]
+        linked = any(t.get("page") for t in top)
+        lines += ["", "## The departures that cost the most", ""]
+        if linked:
+            lines += ["Each decision links to its game's viewer page (`pages/`, self-contained) opened at that round "
+                      "and dragon: the decision panel shows the candidates, the teacher's Q and the value lost.", ""]
+        lines += ["| game | dragon | round | cause | value lost | student | teacher |" + (" decision |" if linked
+                                                                                        else ""),
+                  "|---:|---:|---:|---|---:|---|---|" + ("---|" if linked else "")]
         for t in top:
+            cell = ""
+            if linked:
+                cell = f" [round {t['round']}, dragon {t['dragon']}]({t['page']}) |" if t.get("page") else " - |"
             lines.append(f"| {t['game']} | {t['dragon']} | {t['round']} | {t['cause']} | {t['value_lost']:.3f} | "
                          f"{t['student']} ({option_label(_mask(t['student_generators']))}) | {t['teacher']} "
-                         f"({option_label(_mask(t['teacher_generators']))}) |")
+                         f"({option_label(_mask(t['teacher_generators']))}) |" + cell)
     return "\n".join(lines) + "\n"
 
 
@@ -479,13 +570,17 @@ def value_lost_png(doc: dict, path) -> Path:
     return path
 
 
-def write_report(table: pa.Table, out, *, top: int = 20, points: dict | None = None) -> dict:
-    """``report`` and ``top_departures`` written to ``out`` (``FILES``); returns the report."""
+def write_report(table: pa.Table, out, *, top: int = 20, points: dict | None = None, targets=None) -> dict:
+    """``report`` and ``top_departures`` written to ``out`` (``FILES``); returns the report. ``targets``: the targets
+    folder the table was read from; when it holds the games' replays, the top departures link their pages
+    (``write_pages``: ``out/pages``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     facts = analyse(table)
     doc = report(table, points=points, facts=facts)
     best = top_departures(table, top, facts=facts)
+    if targets is not None:
+        write_pages(best, targets, out)
     (out / "report.json").write_text(json.dumps(doc, indent=1))
     (out / "top_departures.json").write_text(json.dumps(best, indent=1))
     (out / "report.md").write_text(render_markdown(doc, best))
@@ -504,7 +599,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = _Parser(prog="python -m ops.loong_value_lost", description=__doc__.splitlines()[0])
     ap.add_argument("--targets", required=True, help="the targets folder (ops.loong_teacher_targets) or one shard")
     ap.add_argument("--out", required=True, help="output folder: report.json, report.md, value_lost.png, "
-                                                 "top_departures.json")
+                                                 "top_departures.json, pages/")
     ap.add_argument("--top", type=int, default=20, help="departures in top_departures.json (default 20)")
     ap.add_argument("--points-games", type=int, default=1, help="recorded games of the generators' points (0: skip)")
     ap.add_argument("--points-size", type=int, default=20, help="their board side (default 20)")
@@ -523,7 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = load_targets(args.targets, columns=COLUMNS)
         points = (generator_points(args.points_size, args.points_rounds, args.points_games)
                   if args.points_games else None)
-        doc = write_report(table, out, top=args.top, points=points)
+        doc = write_report(table, out, top=args.top, points=points, targets=args.targets)
     except (ReportError, TargetsError) as e:
         print(f"loong_value_lost: {e}", file=sys.stderr)
         return 2
@@ -533,7 +628,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = {"decisions": doc["decisions"], "departures": doc["departures"],
                "value_lost": doc["value_lost"]["total"],
                **{f"value_lost/{c}": t["value_lost"] for c, t in doc["causes"].items()},
-               "files": [str(out / f) for f in FILES]}
+               "files": [str(out / f) for f in FILES],
+               "pages": sorted(str(p) for p in (out / PAGES).glob("*.html"))}
     print(json.dumps(summary, indent=1))
     return 0
 
@@ -542,6 +638,6 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["CAUSES", "COLUMNS", "FILES", "GENERATORS", "SITUATIONS", "Facts", "ReportError", "analyse", "classify",
-           "generator_points", "main", "record_text", "render_markdown", "report", "situations", "top_departures",
-           "value_lost_png", "window_situation", "write_report"]
+__all__ = ["CAUSES", "COLUMNS", "FILES", "GENERATORS", "PAGES", "SITUATIONS", "Facts", "ReportError", "analyse",
+           "classify", "game_replays", "generator_points", "main", "record_text", "render_markdown", "report",
+           "situations", "top_departures", "value_lost_png", "window_situation", "write_pages", "write_report"]

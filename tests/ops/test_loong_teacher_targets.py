@@ -2,12 +2,18 @@
 the student read and played, the teacher's columns are consistent (the policy sums to 1 and is 0 where the student
 put no mass, records of one action share their value, the choice is the halving survivor, the value lost is the
 teacher's q difference), the same config gives the same rows, the schema check refuses bad files, and the CLI
-answers bad input in one line."""
+answers bad input in one line. Every game's replay re-simulates and its review is the game's rows (the teacher
+review's numbers are the row's); the value-lost report links its costliest departures to their games' pages, and
+the page opened at such a departure shows those numbers in headless Chromium."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pyarrow as pa
@@ -59,28 +65,30 @@ def network(tiny_network):
 
 class Recording:
     """Wraps the student's factory: every accepted turn's own choice, scores, inputs and reply, by (dragon seed,
-    round)."""
+    round), and its value head's raw output (``values``)."""
 
     def __init__(self) -> None:
         self.turns: dict[tuple[int, int], tuple] = {}
+        self.values: dict[tuple[int, int], int] = {}
 
     def __call__(self, native):
         self.native = native
         return self.factory
 
     def factory(self, dragon_id, team, seed):
-        return _Recorded(self.native(dragon_id, team, seed), self.turns, seed)
+        return _Recorded(self.native(dragon_id, team, seed), self, seed)
 
 
 class _Recorded:
-    def __init__(self, bot, turns, seed) -> None:
-        self.bot, self.turns, self.seed = bot, turns, seed
+    def __init__(self, bot, rec, seed) -> None:
+        self.bot, self.turns, self.values, self.seed = bot, rec.turns, rec.values, seed
 
     def act(self, obs):
         reply = self.bot.act(obs)
         if self.bot.last_code == 0:
-            own, _, scores = self.bot.decision()
+            own, value, scores = self.bot.decision()
             self.turns[(self.seed, obs.round)] = (own, scores.copy(), self.bot.inputs(), reply)
+            self.values[(self.seed, obs.round)] = int(value)
         return reply
 
     def __getattr__(self, name):
@@ -198,11 +206,16 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
 def test_the_same_config_gives_the_same_rows(played, network, tmp_path):
     cfg, result, table, _ = played
     _, path = network
-    again = run(profile_config("test", **CFG), path, tmp_path / "again")
-    assert _same(load_targets(tmp_path / "again"), table)
+    (tmp_path / "again" / "replays").mkdir(parents=True)
+    (tmp_path / "again" / "replays" / "game0007_old_vs_old.json").write_text("{}")  # a previous run's
+    again = run(profile_config("test", **CFG, replays=False), path, tmp_path / "again")
+    assert _same(load_targets(tmp_path / "again"), table)  # writing the replays changes no row
     assert [r["rounds"] for r in again.results] == [r["rounds"] for r in result.results]
-    other = run(profile_config("test", **CFG, seed=1), path, tmp_path / "other")
+    assert not (tmp_path / "again" / "replays").exists() and all(r["replay"] is None for r in again.results)
+    other = run(profile_config("test", **CFG, seed=1, pages=True), path, tmp_path / "other")
     assert other.decisions > 0 and not _same(load_targets(tmp_path / "other"), table)
+    for r in other.results:  # pages on: each game's page, with its review embedded
+        assert '"review":' in (tmp_path / "other" / r["page"]).read_text()
 
 
 def test_records_become_the_simulators_actions():
@@ -409,3 +422,103 @@ def test_info_simulations_is_checked():
         check_config(dataclasses.replace(profile_config("test"), info_simulations=-1))
     with pytest.raises(TargetsError, match="info_simulations: 1 rollout"):
         profile_config("test", info_simulations=1)
+
+
+# -- each game's replay and review, and the report's links to their pages ------------------------------------------
+def test_every_game_has_a_replay_that_resimulates_and_a_review_of_its_rows(played, network):
+    from games.loong.replay import load_replay, verify_replay
+    from ops.loong_review import check_against_replay, load_review
+
+    cfg, result, table, rec = played
+    net, _ = network
+    rows = {(r["game"], r["dragon"], r["round"]): (i, r) for i, r in _rows(table)}
+    reviewed = picked_other_record = 0
+    for g in result.results:
+        assert g["page"] is None  # the test profile writes no pages
+        spec = game_spec(cfg, g["game"])
+        replay = load_replay(result.out / g["replay"])
+        v = verify_replay(replay)  # re-simulated: every round's hash, the result
+        assert (v.result.winner, v.rounds) == (g["winner"], g["rounds"])
+        assert replay.header["bots"] == list(targets.side_names(cfg, spec))
+        assert g["replay"] == f"replays/{targets.replay_stem_of(cfg, spec)}.json"
+        review = load_review(result.out / g["review"])
+        check_against_replay(review, replay)  # every decision is a turn of the game, with the action it played
+        assert {int(t) for t, who in review.header["reviewers"].items() if who} == set(spec.student_teams)
+        order = [(t.round, t.dragon_id) for t in replay.turns]
+        assert [order.index((d.round, d.dragon)) for d in review.decisions] == sorted(
+            order.index((d.round, d.dragon)) for d in review.decisions)  # in the game's turn order
+        assert len(review.decisions) == g["decisions"] == sum(k[0] == g["game"] for k in rows)
+        turns = {(t.round, t.dragon_id): t for t in replay.turns}
+        for d in review.decisions:
+            i, row = rows[(g["game"], d.dragon, d.round)]
+            vec = vectors(table, i)
+            own = rec.turns[(dragon_seed(spec.seed, d.dragon), d.round)][0]
+            _, group = record_rows(parse_records(row["candidates"]))
+            # chosen: the student's own pick, a record of the row's chosen action
+            assert (d.team, d.bot, d.chosen, d.simulations) == (row["team"], row["bot"], own, cfg.simulations)
+            assert group[d.chosen] == group[row["chosen"]]
+            assert action_code(turns[(d.round, d.dragon)].action) == row["action"]
+            raw = rec.values[(dragon_seed(spec.seed, d.dragon), d.round)]
+            assert d.value_logit == raw * 2.0 ** -net.value_exp
+            assert [c.prior for c in d.candidates] == vec["prior"].astype(float).tolist()
+            assert [c.visits for c in d.candidates] == vec["teacher_visits"].tolist()
+            assert [c.q for c in d.candidates] == [None if math.isnan(q) else float(q) for q in vec["teacher_q"]]
+            assert len(d.candidates) == row["candidate_count"]
+            assert d.to_json() == dataclasses.asdict(d)  # the review's fast writer is asdict
+            t = d.teacher
+            assert (t.played.candidate, t.teacher.candidate) == (own, row["teacher_choice"])
+            assert t.played.option == d.candidates[own].option
+            assert t.network.candidate == int(np.argmax(vec["prior"]))
+            assert t.teacher.q == float(np.float32(row["teacher_value"])) and t.teacher.value_lost == 0.0
+            lost = row["value_lost"]
+            assert t.played.value_lost == (None if math.isnan(lost) else lost)  # the row's value lost, exactly
+            if t.played.value_lost is not None:
+                assert t.played.q == vec["teacher_q"][row["chosen"]]  # one action, one Q
+            picked_other_record += own != row["chosen"]
+            reviewed += 1
+    assert reviewed == table.num_rows
+    assert picked_other_record > 0  # the student's own pick is not always the first record of its action
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_the_report_links_its_costliest_departures_to_their_pages(played, tmp_path):
+    from ops.loong_review import load_review
+    from ops.loong_value_lost import COLUMNS, write_report
+
+    _, result, _, _ = played
+    out = tmp_path / "report"
+    write_report(load_targets(result.out, columns=COLUMNS), out, top=5, points=None, targets=result.out)
+    top = json.loads((out / "top_departures.json").read_text())
+    assert len(top) == 5
+    stems = {g["game"]: g["replay"][len("replays/"):-len(".json")] for g in result.results}
+    md = (out / "report.md").read_text()
+    for t in top:
+        assert t["page"] == f"pages/{stems[t['game']]}.html?round={t['round']}&dragon={t['dragon']}"
+        assert f"]({t['page']})" in md  # the table's row links the decision, relative to the report folder
+        assert (out / t["page"].split("?")[0]).is_file()
+    assert {p.name for p in (out / "pages").iterdir()} == {f"{stems[t['game']]}.html" for t in top}
+    # the page opened at the costliest departure shows the teacher review's numbers in the decision panel
+    t = top[0]
+    review = load_review(result.out / "replays" / f"{stems[t['game']]}.review.jsonl")
+    d = review.at(t["round"], t["dragon"])
+    assert d.teacher.played.value_lost == pytest.approx(t["value_lost"])
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (CI: apt-get install -y chromium): the page's panel is not opened")
+    page = out / t["page"].split("?")[0]
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                          f"{page.as_uri()}?{t['page'].split('?')[1]}"], capture_output=True, text=True,
+                         timeout=90).stdout
+    head = re.search(r'<div id="dec-head"([^>]*)>', dom)
+    assert head is not None, dom[-2000:]
+    attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', head.group(1)))
+    assert (int(attrs["round"]), int(attrs["dragon"])) == (t["round"], t["dragon"])
+    shown = dict(re.findall(r'<tr data-choice="(\w+)">((?:<td>[^<]*</td>)+)</tr>', dom))
+    cells = {k: re.findall(r"<td>([^<]*)</td>", v) for k, v in shown.items()}
+    for k in ("played", "network", "teacher"):
+        c = getattr(d.teacher, k)
+        assert cells[k] == [k, str(c.candidate), c.option, "-" if c.q is None else f"{c.q:.3f}",
+                            "-" if c.value_lost is None else f"{c.value_lost:.3f}"]
+    assert cells["played"][4] == f"{t['value_lost']:.3f}" and cells["teacher"][3] == f"{d.teacher.teacher.q:.3f}"

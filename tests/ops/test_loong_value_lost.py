@@ -1,6 +1,7 @@
 """The value-lost report (ops/loong_value_lost.py): the causes, sums, rates and top departures of a synthetic targets
 table whose every row's cause is known; the window situations against the engine's observation; the generators'
-points in the judge's meter; the CLI's one-line errors."""
+points in the judge's meter; the top departures' links to their games' pages (and what a bad targets folder says);
+the CLI's one-line errors."""
 
 import json
 import math
@@ -25,6 +26,7 @@ from ops.loong_value_lost import (
     report,
     top_departures,
     window_situation,
+    write_report,
 )
 
 NAN = float("nan")
@@ -242,3 +244,68 @@ def test_the_cli_writes_the_report(tmp_path, capsys):
     assert [t["value_lost"] for t in top] == [0.5, 0.375]
     assert (tmp_path / "out" / "value_lost.png").read_bytes()[:4] == b"\x89PNG"
     assert not math.isnan(summary["value_lost"])
+
+
+# -- the top departures' pages ---------------------------------------------------------------------------------------
+def _targets(tmp_path, games) -> tuple[pa.Table, object]:
+    """The synthetic table as a targets folder whose games.json is ``games`` (JSON, or text as it is)."""
+    table, _ = synthetic()
+    d = tmp_path / "t"
+    (d / "replays").mkdir(parents=True)
+    pq.write_table(table, d / "part-000000.parquet")
+    (d / "games.json").write_text(games if isinstance(games, str) else json.dumps(games))
+    return table, d
+
+
+def test_the_top_departures_link_their_games_pages(tmp_path):
+    # game 0's page was written by the targets (copied as it is); game 1 has no replay (replays were off)
+    table, d = _targets(tmp_path, [{"game": 0, "replay": "replays/game0000_a_vs_b.json"}, {"game": 1, "replay": None}])
+    (d / "replays" / "game0000_a_vs_b.html").write_text("<html>game 0</html>")
+    out = tmp_path / "r"
+    write_report(table, out, top=5, targets=d)
+    top = json.loads((out / "top_departures.json").read_text())
+    assert [(t["game"], t["page"]) for t in top] == [
+        (0, "pages/game0000_a_vs_b.html?round=11&dragon=1"), (0, "pages/game0000_a_vs_b.html?round=13&dragon=3"),
+        (0, "pages/game0000_a_vs_b.html?round=12&dragon=2"), (1, None), (1, None)]
+    assert [p.name for p in (out / "pages").iterdir()] == ["game0000_a_vs_b.html"]
+    assert (out / "pages" / "game0000_a_vs_b.html").read_text() == "<html>game 0</html>"
+    md = (out / "report.md").read_text()
+    assert "| teacher | decision |" in md
+    assert ("| 0 | 1 | 11 | candidate | 0.500 | move E (harvest) | move W (primitive) | "
+            "[round 11, dragon 1](pages/game0000_a_vs_b.html?round=11&dragon=1) |") in md
+    assert "| 1 | 1 | 15 | ranking | 0.188 | move E (harvest) | move S (escape) | - |" in md
+    # no targets folder (or one without games.json): no links, no page column
+    plain = render_markdown(report(table), top_departures(table, 3))
+    assert "decision |" not in plain and "](pages/" not in plain
+    write_report(table, tmp_path / "r2", top=3, targets=tmp_path / "r")  # a folder without games.json
+    assert [t["page"] for t in json.loads((tmp_path / "r2" / "top_departures.json").read_text())] == [None] * 3
+
+
+def test_a_bad_targets_folder_is_one_line_naming_the_file(tmp_path):
+    from games.loong.bots import play_game
+    from games.loong.foil import foil_bot
+    from games.loong.mapgen import generate_map
+    from games.loong.replay import save_replay
+    from ops.loong_review import save_review
+
+    cases = [("not json", "games.json: not JSON"), ([{"replay": "x.json"}], "games.json: entry 0: game: expected a "
+                                                                            "game number"),
+             ([{"game": 0, "replay": 5}], "games.json: entry 0: replay: expected a replay header's path, got 5"),
+             ([{"game": 0, "replay": "replays/game0000_a_vs_b.json"}],
+              "game0000_a_vs_b.json: the replay games.json names is missing")]
+    for k, (games, msg) in enumerate(cases):
+        table, d = _targets(tmp_path / str(k), games)
+        with pytest.raises(ReportError, match=msg):
+            write_report(table, tmp_path / str(k) / "r", top=3, targets=d)
+    # a real replay whose review lacks the departure's decision
+    table, d = _targets(tmp_path / "review", [{"game": 0, "replay": "replays/game0000_foil_vs_foil.json"}])
+    m = generate_map(12, 12, "rot", 2)
+    json_path, _ = save_replay(play_game(m, foil_bot, foil_bot, 3, 20), d / "replays" / "game0000_foil_vs_foil")
+    save_review([], json_path)
+    with pytest.raises(ReportError, match=r"game0000_foil_vs_foil.review.jsonl: no decision of dragon 1 at round 11"):
+        write_report(table, tmp_path / "review" / "r", top=3, targets=d)
+    (d / "games.json").write_text(json.dumps([{"game": 0, "replay": "replays/game0000_foil_vs_foil.json"}]))
+    json_path.with_name("game0000_foil_vs_foil.review.jsonl").write_text('{"format": "other"}\n')
+    with pytest.raises(ReportError, match=r"game0000_foil_vs_foil.review.jsonl: line 1: "):
+        write_report(table, tmp_path / "review" / "r", top=3, targets=d)
+    assert main(["--targets", str(d), "--out", str(tmp_path / "cli"), "--points-games", "0"]) == 2

@@ -1,5 +1,6 @@
 """The value-lost report asset on a synthetic published targets folder: its files, metadata and one MLflow run tagged
-with the cycle; no targets, a bad config or a wrong schema fail in one line."""
+with the cycle; with the games' replays, the costliest departure's page (in the report folder, logged beside
+report.md); no targets, a bad config or a wrong schema fail in one line."""
 
 import json
 from pathlib import Path
@@ -92,3 +93,24 @@ def test_a_bad_config_or_schema_fails_in_one_line(resources, tmp_path, materiali
     assert not result.success
     assert failure_line(result) == (f"loong_value_lost_report: {path / 'part-000000.parquet'}: schema version '1', "
                                     "expected '2'")
+
+
+def test_the_costliest_departure_links_its_page(resources, tmp_path, tracked_runs, materialise):
+    import mlflow
+
+    targets = publish_targets(resources, ROWS)
+    (targets / "games.json").write_text(json.dumps([{"game": 0, "replay": "replays/game0000_s_vs_foil.json"}]))
+    (targets / "replays").mkdir()
+    (targets / "replays" / "game0000_s_vs_foil.html").write_text("<html>the targets' page of game 0</html>")
+    result = materialise(loong_value_lost_report, resources, tmp_path, {"top": 2, "points_games": 0})
+    assert result.success
+    meta = result.asset_materializations_for_node("loong_value_lost_report")[0].metadata
+    out = Path(meta["path"].value)
+    page = out / "pages" / "game0000_s_vs_foil.html"
+    assert meta["pages"].value == 1 and meta["top_departure_page"].value == str(page)
+    assert page.read_text() == "<html>the targets' page of game 0</html>"  # the report folder holds its pages
+    assert meta["top_departure_link"].value == f"{page.as_uri()}?round=6&dragon=1"  # the candidate gap, 0.5
+    assert "[round 6, dragon 1](pages/game0000_s_vs_foil.html?round=6&dragon=1)" in (out / "report.md").read_text()
+    (run,) = [r for r in tracked_runs(resources) if r.info.run_name == "loong_value_lost_report"]
+    client = mlflow.MlflowClient(resources["mlflow"].uri())
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "pages")] == ["pages/game0000_s_vs_foil.html"]
