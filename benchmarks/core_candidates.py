@@ -4,7 +4,7 @@ distances, on recorded games (docs/expert-core-candidates.md).
     .venv/bin/python benchmarks/core_candidates.py [--rounds 60] [--size 64] [--games 2]
 
 Records foil-vs-random games with the reference engine on size x size maps, feeds every dragon's observations
-to the wasm32 build (world.c + candidates.c + tests/bot/core/c/candidates_wasm.c) in a Store of the judge's
+to the wasm32 build (world.c + candidates.c + bot/core/candidates_wasm.c) in a Store of the judge's
 Engine (bot.judge.make_engine: 1 point an operator) and prints, per turn:
   candidates   points of core_candidates (every primitive action, survival and room), mean/p99/max
   survival     points with the full survival budget minus points with a budget of 0, per unit counted
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--games", type=int, default=2)
     a = ap.parse_args()
-    wasm = build_candidates_wasm(ROOT / "tests" / "bot" / "core" / "c" / "candidates_wasm.c")
+    wasm = build_candidates_wasm()
     lib = candidates_library()
     cand, per_unit, units_all, bfs, target, cells_of = [], [], [], [], [], []
     native_turns, native_s = 0, 0.0

@@ -114,6 +114,9 @@ def sprint_directions(record) -> tuple[int, ...]:
     return tuple(int(record["dirs"][i // 4] >> (2 * (i % 4))) & 3 for i in range(int(record["arg"])))
 
 
-def build_candidates_wasm(test_exports: Path, cache: Path | None = None) -> Path:
-    """world.c + candidates.c + the test exports file as a wasm32 module (``WASM_EXPORTS``), cached by source."""
+CANDIDATES_WASM = CORE_DIR / "candidates_wasm.c"  # the ccore_* exports of a metered build (not a bot)
+
+
+def build_candidates_wasm(test_exports: Path = CANDIDATES_WASM, cache: Path | None = None) -> Path:
+    """world.c + candidates.c + the exports file as a wasm32 module (``WASM_EXPORTS``), cached by source."""
     return build_test_wasm([*CANDIDATE_SOURCES, Path(test_exports)], "candidates", WASM_EXPORTS, cache=cache)

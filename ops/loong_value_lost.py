@@ -377,19 +377,15 @@ def write_pages(top: Sequence[dict], targets, out) -> list[Path]:
 
 
 # -- generators' cost in judge points --------------------------------------------------------------------------------
-def candidates_test_exports() -> Path:
-    """The candidates' wasm32 test exports (``ccore_*``; tests/bot/core/c/candidates_wasm.c, in the checkout)."""
-    return Path(__file__).resolve().parents[1] / "tests" / "bot" / "core" / "c" / "candidates_wasm.c"
-
-
 def generator_points(size: int = 20, rounds: int = 30, games: int = 1, seed: int = 0, *,
                      cache: Path | None = None) -> dict:
     """Each generator's marginal judge points a turn: on every dragon-turn of ``games`` recorded foil-against-foil
     games (``ops.loong_dataset.play_recorded``, size x size, ``rounds`` rounds, symmetries lr, tb, rot in turn,
     seeds ``seed + g``), points of ``core_candidates`` asked for every generator less points asked for all but G,
-    on the candidates' wasm32 test build in a Store of the judge's engine (``bot.judge.make_engine``, 1 point an
-    operator). Median, p99, mean and max over the turns for harvest, escape, primitive, and harvest+escape
-    together (the shared breadth-first search from the head is in that pair's figure, in neither one alone)."""
+    on the candidates' metered wasm32 build (bot/core/candidates_wasm.c) in a Store of the judge's engine
+    (``bot.judge.make_engine``, 1 point an operator). Median, p99, mean and max over the turns for harvest, escape,
+    primitive, and harvest+escape together (the shared breadth-first search from the head is in that pair's
+    figure, in neither one alone)."""
     import wasmtime
 
     from bot.core_candidates import (
@@ -407,10 +403,7 @@ def generator_points(size: int = 20, rounds: int = 30, games: int = 1, seed: int
         if not isinstance(v, int) or isinstance(v, bool) or v < lo or (name == "size" and v > 64):
             bound = "10..64" if name == "size" else f">= {lo}"
             raise ReportError(f"generator_points: {name} must be an integer {bound}, got {v!r}")
-    exports = candidates_test_exports()
-    if not exports.is_file():
-        raise ReportError(f"generator_points: {exports}: the candidates' test exports are missing")
-    wasm = build_candidates_wasm(exports, cache=cache)
+    wasm = build_candidates_wasm(cache=cache)
     engine = make_engine()
     module = wasmtime.Module.from_file(engine, str(wasm))
     without = {"harvest": REQ_ALL & ~REQ_HARVEST, "escape": REQ_ALL & ~REQ_ESCAPE,

@@ -91,7 +91,7 @@ class WasmCandidates:
 
 @pytest.fixture(scope="module")
 def wasm_path(native_cache) -> Path:
-    return build_candidates_wasm(HERE / "c" / "candidates_wasm.c", cache=native_cache)
+    return build_candidates_wasm(cache=native_cache)
 
 
 def _turns(recorded, lib):

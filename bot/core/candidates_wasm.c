@@ -1,5 +1,6 @@
-// Test exports of the candidates for the wasm32 build (tests/bot/core/test_candidates.py): one static world,
-// scratch and budget, static buffers. Not a bot: the judge refuses these exports.
+// Exports of the candidates for a metered wasm32 build (tests/bot/core/test_candidates.py, the value-lost report's
+// generator points, benchmarks/core_candidates.py): one static world, scratch and budget, static buffers. Not a
+// bot: the judge refuses these exports.
 #define LOONG_NO_MAIN  // not a bot: no ABI exports (abi.h)
 #include "candidates.h"
 
