@@ -152,6 +152,13 @@ class TargetsAssetConfig(dg.Config):
     games: int | None = Field(default=None, description="the student's games (even); None: the profile's (test 2, "
                                                         "small 8)")
     max_rounds: int | None = Field(default=None, description="round limit of each game; None: the profile's")
+    info_simulations: int | None = Field(default=None, description="rollouts of a departure's information test "
+                                                                   "(0: none, the value-lost report's untested); "
+                                                                   "None: the profile's (32)")
+    replays: bool | None = Field(default=None, description="each game's replay and teacher review (about 44 KB a "
+                                                           "decision); None: the profile's (full: off)")
+    pages: bool | None = Field(default=None, description="with replays, each game's viewer page; None: the "
+                                                         "profile's (small: on)")
     seed: int = Field(default=0, description="maps, games, Gumbel draws and rollouts derive from it")
 
 
@@ -169,7 +176,8 @@ def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAsse
     store = artifact_store.store()
     record, network = published_teacher(store)
     t = record["config"]
-    given = {"games": config.games, "max_rounds": config.max_rounds}
+    given = {"games": config.games, "max_rounds": config.max_rounds, "info_simulations": config.info_simulations,
+             "replays": config.replays, "pages": config.pages}
     cfg = validated(TARGETS, lambda: op.profile_config(
         name, seed=config.seed, simulations=t["simulations"], considered=t["considered"],
         rollout_rounds=t["rollout_rounds"], rollout_policy=t["rollout_policy"],

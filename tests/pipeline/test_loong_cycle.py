@@ -10,6 +10,7 @@ import dagster as dg
 
 from assets.loong import loong_kickstart_net, loong_network_int8, loong_replay_dataset
 from assets.loong_teacher import TEACHER_FILE, loong_student, loong_teacher_targets
+from assets.loong_value_lost import loong_value_lost_report
 from assets.resources import ExecutionResource
 from bot.int8_expert import digest
 from bot.int8_expert import load as load_network
@@ -30,11 +31,25 @@ def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_
         (teacher / TEACHER_FILE).write_text(json.dumps({"config": asdict(teacher_config("test")),
                                                         "network": net0.name, "passed": True}))
         store.publish("loong", "loong_teacher", "by-hand")
-        cycle = dg.materialize([loong_teacher_targets, loong_student, loong_network_int8], resources=resources,
-                               instance=instance)
-    assert cycle.success
+        cycle = dg.materialize([loong_teacher_targets, loong_value_lost_report, loong_student, loong_network_int8],
+                               resources=resources, instance=instance)
+        assert cycle.success
+        # the targets' settings from the asset's config: no information test, no replays
+        again = dg.materialize([loong_teacher_targets], resources=resources, instance=instance, run_config={
+            "ops": {"loong_teacher_targets": {"config": {"info_simulations": 0, "replays": False}}}})
+        assert again.success
+    from ops.loong_teacher_targets import load_targets
+
+    bare = store.latest("loong", "loong_teacher_targets")
+    assert not (bare / "replays").exists()
+    assert all(m != m for m in load_targets(bare, ["margin_sight"])["margin_sight"].to_pylist())  # NaN: untested
     targets = cycle.asset_materializations_for_node("loong_teacher_targets")[0].metadata
     assert targets["decisions"].value > 0 and targets["cycle"].value == 1 and targets["network"].value == net0.name
+    report = cycle.asset_materializations_for_node("loong_value_lost_report")[0].metadata
+    assert report["cycle"].value == 1 and report["decisions"].value == targets["decisions"].value
+    # the report's departures are those with a value lost (the student's action searched too), of the targets' all
+    assert 0 < report["departures"].value <= targets["departures"].value
+    assert report["departures/untested"].value == 0  # the test profile runs the information test
     student = cycle.asset_materializations_for_node("loong_student")[0].metadata
     assert student["cycle"].value == 1 and Path(student["network_path"].value).is_file()
     assert Path(student["init"].value) == Path(source0["checkpoint"])
