@@ -222,8 +222,12 @@ def report(table: pa.Table, points: dict | None = None, facts: Facts | None = No
     doc["candidate_gaps"] = {"by_situation": _situations(table, f, lost),
                              "by_generator": _by_generator(f, lost)}
     gens = {}
+    only = ~(1 << GEN_PRIMITIVE)
     for g, name in GENERATORS.items():
-        s, t = (f.student_gens >> g & 1) == 1, (f.teacher_gens >> g & 1) == 1
+        if g == GEN_PRIMITIVE:  # every action has a primitive record: "primitive" is an action no generator proposes
+            s, t = (f.student_gens & only) == 0, (f.teacher_gens & only) == 0
+        else:
+            s, t = (f.student_gens >> g & 1) == 1, (f.teacher_gens >> g & 1) == 1
         variants = dep & s & t
         gens[name] = {"student_rate": _share(int(s.sum()), n), "teacher_rate": _share(int(t.sum()), n),
                       "student_choices": int(s.sum()), "teacher_choices": int(t.sum()),
@@ -489,7 +493,8 @@ def render_markdown(doc: dict, top: Sequence[dict] = ()) -> str:
               "points a turn, median | p99 |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name, g in doc["generators"].items():
         p = g["points"] or {}
-        lines.append(f"| {name} | {_pct(g['student_rate'])} | {_pct(g['teacher_rate'])} | {g['variants']['count']} "
+        label = "primitive only (no generator)" if name == "primitive" else name
+        lines.append(f"| {label} | {_pct(g['student_rate'])} | {_pct(g['teacher_rate'])} | {g['variants']['count']} "
                      f"| {_f(g['variants']['value_lost'])} | {_f(p.get('median'), '{:,.0f}')} | "
                      f"{_f(p.get('p99'), '{:,.0f}')} |")
     if doc.get("points"):

@@ -114,12 +114,12 @@ def test_the_report_sums_rates_and_splits_exactly():
     assert doc["noise"] == {"tested": 5, "full_disagrees": 1, "share": 0.2}
     gens = doc["generators"]
     assert {k: (g["student_choices"], g["teacher_choices"]) for k, g in gens.items()} == {
-        "harvest": (5, 6), "escape": (1, 2), "primitive": (10, 10)}
+        "harvest": (5, 6), "escape": (1, 2), "primitive": (4, 2)}  # primitive: no generator's record is the action
     assert gens["harvest"]["student_rate"] == 0.5 and gens["escape"]["teacher_rate"] == 0.2
     # variants: the student chose a G candidate, the teacher another action that is also one
     assert gens["harvest"]["variants"] == {"count": 1, "value_lost": -0.03125}
     assert gens["escape"]["variants"] == {"count": 0, "value_lost": 0.0}
-    assert gens["primitive"]["variants"] == {"count": 7, "value_lost": 1.46875}
+    assert gens["primitive"]["variants"] == {"count": 1, "value_lost": 0.25}  # row 2: move N against sprint E,E
     assert all(g["points"] is None for g in gens.values()) and "points" not in doc
 
 
