@@ -76,25 +76,33 @@ class KickstartResult:
     wall_seconds: float
 
 
+def check_training(cfg, error: type[ValueError]) -> None:
+    """The training fields a kickstart and a student share (epochs, quantised_epochs, batch_size, threads,
+    learning_rate, value_weight, weight_decay, holdout, value_loss): a bad one raises ``error`` naming it."""
+    for name in ("epochs", "quantised_epochs"):
+        if getattr(cfg, name) < 0:
+            raise error(f"{name}: must be at least 0, got {getattr(cfg, name)}")
+    if cfg.epochs + cfg.quantised_epochs < 1:
+        raise error("epochs: epochs + quantised_epochs must be at least 1")
+    for name in ("batch_size", "threads"):
+        if getattr(cfg, name) < 1:
+            raise error(f"{name}: must be at least 1, got {getattr(cfg, name)}")
+    if not cfg.learning_rate > 0:
+        raise error(f"learning_rate: must be positive, got {cfg.learning_rate}")
+    for name in ("value_weight", "weight_decay"):
+        if not getattr(cfg, name) >= 0:
+            raise error(f"{name}: must be at least 0, got {getattr(cfg, name)}")
+    if not 0 <= cfg.holdout < 1:
+        raise error(f"holdout: a fraction in [0, 1), got {cfg.holdout}")
+    if cfg.value_loss not in VALUE_LOSSES:
+        raise error(f"value_loss: {cfg.value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
+
+
 def check_config(cfg: KickstartConfig) -> None:
     """A bad setting raises KickstartError naming the field."""
     if cfg.shape not in SHAPES:
         raise KickstartError(f"shape: {cfg.shape!r} is not registered (known: {', '.join(SHAPES)})")
-    for name in ("epochs", "quantised_epochs"):
-        if getattr(cfg, name) < 0:
-            raise KickstartError(f"{name}: must be at least 0, got {getattr(cfg, name)}")
-    if cfg.epochs + cfg.quantised_epochs < 1:
-        raise KickstartError("epochs: epochs + quantised_epochs must be at least 1")
-    for name in ("batch_size", "threads"):
-        if getattr(cfg, name) < 1:
-            raise KickstartError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
-    for name in ("learning_rate", "value_weight", "weight_decay"):
-        if not getattr(cfg, name) >= 0 or (name == "learning_rate" and cfg.learning_rate == 0):
-            raise KickstartError(f"{name}: must be positive, got {getattr(cfg, name)}")
-    if not 0 <= cfg.holdout < 1:
-        raise KickstartError(f"holdout: a fraction in [0, 1), got {cfg.holdout}")
-    if cfg.value_loss not in VALUE_LOSSES:
-        raise KickstartError(f"value_loss: {cfg.value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
+    check_training(cfg, KickstartError)
     if cfg.accelerator not in ("cpu", "gpu", "auto"):
         raise KickstartError(f"accelerator: {cfg.accelerator!r}, want cpu, gpu or auto")
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 import torch
 
 from gpu.loong_expert_net import count_params
-from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
+from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
 from ops.celldiv_distill import AtomicLastCheckpoint
 from ops.celldiv_teacher import model_version, save_checkpoint
 from ops.loong_dataset import read_shards
@@ -42,6 +42,7 @@ from ops.loong_kickstart import (
     KickstartError,
     _Epochs,
     _resume_epoch,
+    check_training,
     load_network,
     reliability_png,
 )
@@ -127,27 +128,13 @@ def profile_config(profile: str, **overrides) -> StudentConfig:
 
 def check_config(cfg: StudentConfig) -> None:
     """A bad setting raises StudentError naming the field."""
-    for name in ("epochs", "quantised_epochs", "patience"):
-        if getattr(cfg, name) < 0:
-            raise StudentError(f"{name}: must be at least 0, got {getattr(cfg, name)}")
-    if cfg.epochs + cfg.quantised_epochs < 1:
-        raise StudentError("epochs: epochs + quantised_epochs must be at least 1")
-    for name in ("batch_size", "threads"):
-        if getattr(cfg, name) < 1:
-            raise StudentError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
-    if not cfg.learning_rate > 0:
-        raise StudentError(f"learning_rate: must be positive, got {cfg.learning_rate}")
-    for name in ("value_weight", "weight_decay"):
-        if not getattr(cfg, name) >= 0:
-            raise StudentError(f"{name}: must be at least 0, got {getattr(cfg, name)}")
+    check_training(cfg, StudentError)
+    if cfg.patience < 0:
+        raise StudentError(f"patience: must be at least 0, got {cfg.patience}")
     if not 0 <= cfg.value_mix <= 1:
         raise StudentError(f"value_mix: a weight in [0, 1], got {cfg.value_mix}")
-    if not 0 <= cfg.holdout < 1:
-        raise StudentError(f"holdout: a fraction in [0, 1), got {cfg.holdout}")
     if cfg.patience and cfg.holdout == 0:
         raise StudentError(f"patience: {cfg.patience} needs held-out games to watch (holdout > 0)")
-    if cfg.value_loss not in VALUE_LOSSES:
-        raise StudentError(f"value_loss: {cfg.value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
     if cfg.accelerator not in ("cpu", "gpu", "auto"):
         raise StudentError(f"accelerator: {cfg.accelerator!r}, want cpu, gpu or auto")
 

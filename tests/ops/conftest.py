@@ -40,3 +40,15 @@ def tiny_network(expert_home):
     path = expert_home / "tiny.npz"
     save(net, path)
     return net, path
+
+
+@pytest.fixture(scope="module")
+def home(expert_home):
+    """The module's ARENA_HOME under the name the review and targets tests use (a module may define its own)."""
+    return expert_home
+
+
+@pytest.fixture(scope="module")
+def network(tiny_network):
+    """``(Int8ExpertNet, path)`` of the tiny network (a module may define its own)."""
+    return tiny_network

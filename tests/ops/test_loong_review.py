@@ -38,16 +38,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def home(expert_home):
-    return expert_home
-
-
-@pytest.fixture(scope="module")
-def network(tiny_network):
-    return tiny_network
-
-
-@pytest.fixture(scope="module")
 def recorded(network, tmp_path_factory):
     _, path = network
     factories, explainers, reviewers = resolve_reviewed((EXPERT0_NATIVE, "random"), str(path))

@@ -53,16 +53,6 @@ from ops.loong_teacher_targets import (
 )
 
 
-@pytest.fixture(scope="module")
-def home(expert_home):
-    return expert_home
-
-
-@pytest.fixture(scope="module")
-def network(tiny_network):
-    return tiny_network
-
-
 class Recording:
     """Wraps the student's factory: every accepted turn's own choice, scores, inputs and reply, by (dragon seed,
     round), and its value head's raw output (``values``)."""
