@@ -476,8 +476,7 @@ class _RecordingGame(Game):
         from games.loong.bots import TurnRecord
 
         out = super().turn(dragon_id, action, sonar)
-        death = next((c for j, c in out.deaths if j == dragon_id), None)
-        self.records.append(TurnRecord(self.round, dragon_id, action, sonar, 0, death))
+        self.records.append(TurnRecord.of(self.round, dragon_id, action, sonar, out))
         return out
 
 

@@ -105,6 +105,12 @@ class TurnRecord:
     points_used: int = 0
     death: str | None = None
 
+    @classmethod
+    def of(cls, rnd: int, dragon_id: int, action: Action, sonar: Sonar | None, outcome, points: int = 0):
+        """The record of a turn the engine played (``outcome``: its ``TurnOutcome``; the actor's death read there)."""
+        death = next((c for j, c in outcome.deaths if j == dragon_id), None)
+        return cls(rnd, dragon_id, action, sonar, int(points), death)
+
 
 @dataclass
 class MatchResult:
@@ -190,8 +196,7 @@ def play_game(
             if outcome.born is not None:
                 seats[outcome.born] = _Seat(factories[team], outcome.born, team, seed)
             if record:
-                death = next((c for j, c in outcome.deaths if j == i), None)
-                turns.append(TurnRecord(game.round, i, action, sonar, int(points), death))
+                turns.append(TurnRecord.of(game.round, i, action, sonar, outcome, points))
         game.end_round()
     return _result(game, (bot_name(bots_team0), bot_name(bots_team1)), turns, tuple(think))
 
