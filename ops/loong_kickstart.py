@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from gpu.loong_expert_net import SHAPES, LoongExpertNet, count_params
-from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartModule, Ragged, decode
+from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
 from ops.celldiv_distill import AtomicLastCheckpoint
 from ops.celldiv_teacher import CheckpointError, load_checkpoint, model_version, read_torch_file, save_checkpoint
 from ops.loong_dataset import DatasetError, load_dataset
@@ -208,6 +208,17 @@ def load_network(path: str | Path) -> tuple[LoongExpertNet, dict]:
     return net.eval(), doc
 
 
+def decode_table(table, columns: Sequence[str], ragged: Sequence[str], **decode_kw) -> KickstartData:
+    """``gpu.loong_kickstart.decode`` of a dataset-shaped table: the ``ragged`` binary columns as Ragged, ``bot``
+    as a list, the rest as numpy; one column at a time, each dropped from the table once converted (memory)."""
+    cols = {}
+    for c in columns:
+        cols[c] = Ragged.of(table[c]) if c in ragged else table[c].to_pylist() if c == "bot" else table[c].to_numpy()
+        table = table.drop_columns([c])
+    del table
+    return decode(cols, **decode_kw)
+
+
 def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, tracker: Tracker | None = None,
         progress: Progress | None = None) -> KickstartResult:
     """Train on the dataset at ``dataset_path`` (a folder of shards or one file) into ``out_dir``, resuming
@@ -218,16 +229,10 @@ def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, 
     out_dir = Path(out_dir)
     if not Path(dataset_path).exists():
         raise DatasetError(f"{dataset_path}: no such dataset file or folder")
-    table = load_dataset(Path(dataset_path), columns=COLUMNS)
-    try:
-        columns = {}
-        for c in COLUMNS:  # one column at a time, each dropped from the table once converted (memory)
-            columns[c] = (Ragged.of(table[c]) if c in RAGGED else table[c].to_pylist() if c == "bot"
-                          else table[c].to_numpy())
-            table = table.drop_columns([c])
-        del table
-        data = decode(columns)
-        del columns
+    try:  # the table passed straight on: decode_table frees it column by column
+        data = decode_table(load_dataset(Path(dataset_path), columns=COLUMNS), COLUMNS, RAGGED)
+    except DatasetError:
+        raise
     except ValueError as e:
         raise DatasetError(f"{dataset_path}: {e}") from None
     if len(data) < 2:

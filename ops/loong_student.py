@@ -31,7 +31,7 @@ import pyarrow as pa
 import torch
 
 from gpu.loong_expert_net import count_params
-from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
+from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule
 from ops.celldiv_distill import AtomicLastCheckpoint
 from ops.celldiv_teacher import model_version, save_checkpoint
 from ops.loong_dataset import read_shards
@@ -43,6 +43,7 @@ from ops.loong_kickstart import (
     _Epochs,
     _resume_epoch,
     check_training,
+    decode_table,
     load_network,
     reliability_png,
 )
@@ -149,15 +150,10 @@ def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.T
 def read_targets(path: str | Path) -> KickstartData:
     """The targets decoded for training (``gpu.loong_kickstart.decode`` with soft targets); a bad file or row is
     a StudentError naming the file (and the column)."""
-    table = load_targets(path, COLUMNS)
-    try:
-        columns = {}
-        for c in COLUMNS:  # one column at a time, each dropped from the table once converted (memory)
-            columns[c] = (Ragged.of(table[c]) if c in RAGGED else table[c].to_pylist() if c == "bot"
-                          else table[c].to_numpy())
-            table = table.drop_columns([c])
-        del table
-        return decode(columns)
+    try:  # the table passed straight on: decode_table frees it column by column
+        return decode_table(load_targets(path, COLUMNS), COLUMNS, RAGGED)
+    except StudentError:
+        raise
     except ValueError as e:
         raise StudentError(f"{path}: {e}") from None
 
