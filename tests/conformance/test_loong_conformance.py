@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.core_sim import CoreSimAdapter
 from games.loong.scenario import (
     AecAdapter,
     EngineAdapter,
@@ -32,13 +33,21 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SCENARIOS = load_scenarios(HERE / "scenarios")
 RULES = json.loads((HERE / "rules.json").read_text())["rules"]
-ADAPTERS = {"engine": EngineAdapter, "sim": SimAdapter, "aec": AecAdapter}
+ADAPTERS = {"engine": EngineAdapter, "sim": SimAdapter, "aec": AecAdapter, "core": CoreSimAdapter}
 
 _MALFORMED = ["invalid_move_true_kills_only_the_actor", "invalid_move_string_kills_only_the_actor",
               "invalid_sprint_string_kills_only_the_actor", "invalid_split_float_kills_only_the_actor",
               "invalid_none_action_kills_only_the_actor", "invalid_string_action_kills_only_the_actor"]
 _BAD_SONAR = ["sonar_value_of_2_64_kills_before_the_action", "sonar_of_three_values_kills_before_the_action",
               "negative_sonar_value_kills_before_the_action", "sonar_string_value_kills_before_the_action"]
+_SONAR = ["an_invalid_action_sends_no_ray", "four_rays_kelp_enemy_body_own_body_ally_head",
+          "ray_range_reaches_the_last_cell_through_a_portal", "ray_range_ends_after_max_w_h_cells",
+          "ray_range_is_the_larger_side_on_a_non_square_board", "ray_range_on_a_non_square_board_stops_after_16_cells",
+          "a_ray_that_comes_back_to_the_senders_head_stops_unheard",
+          "a_ray_re_entering_the_head_cell_through_a_portal_stops",
+          "inbox_keeps_arrival_order_across_senders_and_directions", "a_dragon_that_dies_in_its_action_sends_nothing",
+          "a_ray_starts_at_the_sprinters_final_head", "a_dead_dragons_inbox_is_dropped", "an_inbox_has_no_cap",
+          "split_child_hears_its_parents_ray"]
 _NO_DISCRETE = "has no Discrete action (MOVE 0..3, SPLIT k >= 1, SPRINT of 2 or more steps 0..3)"
 # adapter -> reason -> scenarios it cannot run (the reason exactly as the adapter's ``unsupported`` words it)
 EXCLUDED = {
@@ -48,16 +57,7 @@ EXCLUDED = {
         "batched sonar is int64 bits plus a mask: every value is a valid uint64, malformed has no form": _BAD_SONAR,
     },
     "aec": {
-        "the env sends no sonar (games/loong/aec.py: step takes one Discrete action)": _BAD_SONAR + [
-            "an_invalid_action_sends_no_ray", "four_rays_kelp_enemy_body_own_body_ally_head",
-            "ray_range_reaches_the_last_cell_through_a_portal", "ray_range_ends_after_max_w_h_cells",
-            "ray_range_is_the_larger_side_on_a_non_square_board",
-            "ray_range_on_a_non_square_board_stops_after_16_cells",
-            "a_ray_that_comes_back_to_the_senders_head_stops_unheard",
-            "a_ray_re_entering_the_head_cell_through_a_portal_stops",
-            "inbox_keeps_arrival_order_across_senders_and_directions", "a_dragon_that_dies_in_its_action_sends_nothing",
-            "a_ray_starts_at_the_sprinters_final_head", "a_dead_dragons_inbox_is_dropped", "an_inbox_has_no_cap",
-            "split_child_hears_its_parents_ray"],
+        "the env sends no sonar (games/loong/aec.py: step takes one Discrete action)": _BAD_SONAR + _SONAR,
         "a malformed Python action has no Discrete action in the env": _MALFORMED,
         "the env's only forfeit is step(None), worded 'no action': a Forfeit's reason cannot be given": [
             "dead_queen_counts_zero_in_the_comparison", "death_pearls_on_even_segments", "forfeit_kills_only_the_actor",
@@ -66,6 +66,11 @@ EXCLUDED = {
         f"Split(k=0) {_NO_DISCRETE}": ["split_k_zero_kills"],
         f"Split(k=-1) {_NO_DISCRETE}": ["split_k_negative_kills"],
         f"Sprint(directions=(1,)) {_NO_DISCRETE}": ["one_step_sprint_is_invalid"],
+    },
+    "core": {
+        "the world model simulates no messages (inboxes, echoes, the sonar check); rays: core_sim_ray, "
+        "tests/bot/core/test_sim.py": _BAD_SONAR + _SONAR,
+        "a malformed Python action has no (kind, arg, dirs) form in core_sim_turn": _MALFORMED,
     },
 }
 _EXCLUDED_PAIRS = {(a, name): why for a, table in EXCLUDED.items() for why, names in table.items() for name in names}
