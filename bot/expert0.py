@@ -1,8 +1,12 @@
-"""expert-0, the network's top candidate with no search (issue 11, item 6; docs/loong-expert0.md).
+"""expert-0, the network's top candidate (issue 11, item 6; docs/loong-expert0.md), and expert-0-search, the same
+bot with the search in the C core choosing among the network's likeliest candidates (issue 12 item 1;
+docs/expert-core-search.md).
 
     folder = network_sources(net)                   # the generated C of an Int8ExpertNet, cached by its digest
     build = build_expert0(root, net)                # the wasm bot (network compiled in), registered as "expert-0"
+    build = build_expert0(root, net, search=True)   # the searching wasm bot, registered as "expert-0-search"
     factory = expert0_factory(net)                  # native: Expert0 per dragon, the same C turn (bot/core/expert0.c)
+    factory = expert0_factory(net, search_units=SEARCH_UNITS)   # native, searching with the judge build's budget
     play_game(m, factory, foil_bot, seed)
 
 The same C function ``expert0_turn`` decides in both builds: the wasm build through the judge's ABI, the native one
@@ -17,6 +21,7 @@ import ctypes
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +34,47 @@ from games.loong.actions import Action, Sonar
 from games.loong.observation import Observation, encode
 
 NAME = "expert-0"
+SEARCH_NAME = "expert-0-search"  # the registered searching build
 NATIVE_NAME = "expert-0-native"
 # The bot's own file first (the one that defines the ABI exports); the generated expert_net.c is added per network.
 EXPERT0_SOURCES = tuple(CORE_DIR / f for f in ("expert0.c", "inputs.c", "planes.c", "candidates.c", "route.c",
                                                   "filters.c", "spawns.c", "symmetry.c", "relay.c", "sonar.c",
-                                                  "world.c"))
+                                                  "world.c", "sim.c", "search.c"))
 NO_CHOICE = 0xFFFFFFFF  # EXPERT0_NONE
+# search.h: CORE_SEARCH_UNITS (the judge build's units a turn: 56M points / CORE_SEARCH_UNIT_POINTS), read from the
+# header so the two never disagree.
+SEARCH_HEADER = CORE_DIR / "search.h"
+SEARCH_FLAGS = ("-DEXPERT0_SEARCH", "-DCORE_SEARCH_CLOCK")  # the searching wasm build (the clock as its guard)
+SEARCH_SUMMARY = ("chosen", "units", "simulations", "placed", "dropped", "flags", "phases", "considered", "nodes",
+                  "limit", "max_sim_units")
+SEARCH_FLAG_NAMES = {1: "ran", 2: "guard_stop", 4: "budget_stop", 8: "only_fatal", 16: "arena_full"}
+
+
+def _search_constant(name: str) -> int:
+    import re
+
+    text = SEARCH_HEADER.read_text()
+    m = re.search(rf"\b{name} = (\d+),", text)
+    if m is None:
+        raise RuntimeError(f"{SEARCH_HEADER}: no constant {name}")
+    return int(m.group(1))
+
+
+SEARCH_UNIT_POINTS = _search_constant("CORE_SEARCH_UNIT_POINTS")
+SEARCH_UNITS = _search_constant("CORE_SEARCH_POINTS") // SEARCH_UNIT_POINTS
+
+
+def search_flags(search: bool, search_units: int | None = None) -> tuple[str, ...]:
+    """The -D flags of the searching wasm build: the judge's budget, or ``search_units`` a turn (tests)."""
+    if not search:
+        if search_units is not None:
+            raise ValueError("expert-0: search_units given without search=True")
+        return ()
+    if search_units is None:
+        return SEARCH_FLAGS
+    if not isinstance(search_units, int) or isinstance(search_units, bool) or not 1 <= search_units < 2**32:
+        raise ValueError(f"expert-0: search_units must be an int in 1..2^32-1, got {search_units!r}")
+    return (*SEARCH_FLAGS, f"-DEXPERT0_SEARCH_UNITS={search_units}u")
 
 
 def network_sources(net: Int8ExpertNet, cache: Path | None = None) -> Path:
@@ -60,24 +100,29 @@ def network_sources(net: Int8ExpertNet, cache: Path | None = None) -> Path:
     return folder
 
 
-def compile_expert0(net: Int8ExpertNet, out: Path, secret: int | None = None, cache: Path | None = None):
+def compile_expert0(net: Int8ExpertNet, out: Path, secret: int | None = None, cache: Path | None = None, *,
+                    search: bool = False, search_units: int | None = None):
     """The judged bot with ``net`` compiled in, as a wasm module at ``out`` (bot.toolchain.CompileResult);
-    ``cache``: bot.native's cache folder (the generated sources go beside it)."""
+    ``cache``: bot.native's cache folder (the generated sources go beside it). ``search``: the searching build
+    (CORE_SEARCH_UNITS a turn, or ``search_units``; the judge's clock as its guard)."""
     from bot.toolchain import compile_c
 
+    flags = search_flags(search, search_units)
     folder = network_sources(net, cache)
     return compile_c([*EXPERT0_SOURCES, folder / "expert_net.c"], Path(out), include=(CORE_DIR, folder),
-                     extra_flags=secret_flags(secret))
+                     extra_flags=(*secret_flags(secret), *flags))
 
 
-def build_expert0(root: Path, net: Int8ExpertNet, *, name: str = NAME, secret: int | None = None,
-                  cache: Path | None = None):
-    """Compile expert-0 with ``net`` and register it in the build store ``root`` under ``name``; the build's
-    ``network_version`` is the network's digest (bot.builds.Build)."""
+def build_expert0(root: Path, net: Int8ExpertNet, *, name: str | None = None, secret: int | None = None,
+                  cache: Path | None = None, search: bool = False):
+    """Compile expert-0 with ``net`` and register it in the build store ``root`` under ``name`` (default
+    ``expert-0``, or ``expert-0-search`` for the searching build); the build's ``network_version`` is the network's
+    digest (bot.builds.Build)."""
     from bot.builds import register
 
+    name = name or (SEARCH_NAME if search else NAME)
     with tempfile.TemporaryDirectory() as tmp:
-        r = compile_expert0(net, Path(tmp) / "module.wasm", secret, cache)
+        r = compile_expert0(net, Path(tmp) / "module.wasm", secret, cache, search=search)
         return register(root, r.wasm.read_bytes(), name=name, network_version=digest(net),
                         source_sha256=r.source_sha256, source_files=r.inputs, compiler=r.compiler)
 
@@ -91,7 +136,10 @@ def expert0_library(net: Int8ExpertNet, secret: int | None = None, cache: Path |
     lib = load_native([*EXPERT0_SOURCES, folder / "expert_net.c"], "expert-0", extra_flags=flags, cache=cache)
     vp, u32 = ctypes.c_void_p, ctypes.c_uint32
     for fn, args, res in (("expert0_size", [], u32), ("expert0_init", [vp, ctypes.c_uint64, u32], None),
+                          ("expert0_init_search", [vp, ctypes.c_uint64, u32, u32], None),
                           ("expert0_turn", [vp, vp, u32, vp, vp], u32),
+                          ("expert0_search", [vp], vp), ("expert0_network_pick", [vp], ctypes.c_int32),
+                          ("core_search_summary", [vp, vp], u32), ("core_search_stats", [vp, vp, u32], u32),
                           ("expert0_network_version", [], ctypes.c_char_p),
                           ("expert0_network_shape", [], ctypes.c_char_p)):
         getattr(lib, fn).argtypes, getattr(lib, fn).restype = args, res
@@ -107,19 +155,52 @@ def expert0_library(net: Int8ExpertNet, secret: int | None = None, cache: Path |
     return lib
 
 
+def _check_units(search_units: int) -> int:
+    if not isinstance(search_units, int) or isinstance(search_units, bool) or not 0 <= search_units < 2**32:
+        raise ValueError(f"expert-0: search_units must be an int in 0..2^32-1 (0: off), got {search_units!r}")
+    return search_units
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The last turn's search (bot/core/search.h, core_search_summary and core_search_stats): ``chosen`` the
+    candidate the search chose (-1: it did not choose), ``network_pick`` the network's own (-1 none), the units used
+    of ``limit``, the simulations finished, the sampled dragons placed and dropped, ``flags`` (SEARCH_FLAG_NAMES),
+    the halving phases run, the tree's nodes, the dearest simulation's units, and per considered candidate
+    (candidate, visits, mean value Q16, logit Q16, the phase it left or 0)."""
+
+    chosen: int
+    network_pick: int
+    units: int
+    limit: int
+    simulations: int
+    placed: int
+    dropped: int
+    flags: int
+    phases: int
+    nodes: int
+    max_sim_units: int
+    considered: tuple[tuple[int, int, int, int, int], ...]
+
+    def flag_names(self) -> tuple[str, ...]:
+        return tuple(n for b, n in SEARCH_FLAG_NAMES.items() if self.flags & b)
+
+
 class Expert0:
-    """One dragon's expert-0 on the native build (the Python bot protocol of games/loong/bots.py)."""
+    """One dragon's expert-0 on the native build (the Python bot protocol of games/loong/bots.py); with
+    ``search_units`` > 0 the search runs every turn in that many units (SEARCH_UNITS: the judge build's)."""
 
     name = NATIVE_NAME
 
-    def __init__(self, lib: ctypes.CDLL, dragon_id: int, team: int, seed: int, use_cache: bool = True) -> None:
+    def __init__(self, lib: ctypes.CDLL, dragon_id: int, team: int, seed: int, use_cache: bool = True,
+                 search_units: int = 0) -> None:
         self.lib = lib
         self._state = ctypes.create_string_buffer(lib.expert0_size() + 16)
         self._addr = (ctypes.addressof(self._state) + 15) & ~15  # the stem cache is 16-byte aligned
         self._reply = ctypes.create_string_buffer(REPLY_SIZE)
         self._steps = ctypes.create_string_buffer(SPRINT_MAX)
         self.last_code = 0
-        lib.expert0_init(self._addr, seed, int(use_cache))
+        lib.expert0_init_search(self._addr, seed, int(use_cache), _check_units(search_units))
 
     def reply_bytes(self, data: bytes) -> tuple[bytes, bytes]:
         """One turn on encoded observation bytes: (the 40 reply bytes, the sprint's directions)."""
@@ -161,26 +242,44 @@ class Expert0:
         scores = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int32)), (max(n, 1),))[:n].copy()
         return (-1 if chosen == -1 else chosen), value, scores
 
+    def search(self) -> SearchResult:
+        """The last turn's search (its figures are zero and ``chosen`` -1 when the search is off)."""
+        lib = self.lib
+        s = lib.expert0_search(self._addr)
+        head = (ctypes.c_uint32 * len(SEARCH_SUMMARY))()
+        lib.core_search_summary(s, head)
+        f = dict(zip(SEARCH_SUMMARY, head, strict=True))
+        stats = (ctypes.c_uint32 * (5 * 16))()
+        k = lib.core_search_stats(s, stats, 16)
+        rows = tuple((stats[5 * i], stats[5 * i + 1], stats[5 * i + 2], ctypes.c_int32(stats[5 * i + 3]).value,
+                      stats[5 * i + 4]) for i in range(k))
+        chosen = -1 if f["chosen"] == NO_CHOICE else f["chosen"]
+        return SearchResult(chosen, lib.expert0_network_pick(self._addr), f["units"], f["limit"], f["simulations"],
+                            f["placed"], f["dropped"], f["flags"], f["phases"], f["nodes"], f["max_sim_units"], rows)
+
 
 class Expert0Factory:
-    """``factory(dragon_id, team, seed) -> Expert0``, one shared native library for one network."""
+    """``factory(dragon_id, team, seed) -> Expert0``, one shared native library for one network; ``search_units``
+    > 0: every dragon searches with that many units a turn."""
 
     name = NATIVE_NAME
 
     def __init__(self, net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None,
-                 use_cache: bool = True) -> None:
+                 use_cache: bool = True, search_units: int = 0) -> None:
+        self.search_units = _check_units(search_units)
         self.lib = expert0_library(net, secret, cache)
         self.version = digest(net)
         self.use_cache = use_cache
 
     def __call__(self, dragon_id: int, team: int, seed: int) -> Expert0:
-        return Expert0(self.lib, dragon_id, team, seed, self.use_cache)
+        return Expert0(self.lib, dragon_id, team, seed, self.use_cache, self.search_units)
 
 
 def expert0_factory(net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None,
-                    use_cache: bool = True) -> Expert0Factory:
-    return Expert0Factory(net, secret, cache, use_cache)
+                    use_cache: bool = True, search_units: int = 0) -> Expert0Factory:
+    return Expert0Factory(net, secret, cache, use_cache, search_units)
 
 
-__all__ = ["EXPERT0_SOURCES", "Expert0", "Expert0Factory", "build_expert0", "compile_expert0", "expert0_factory",
-           "expert0_library", "network_sources"]
+__all__ = ["EXPERT0_SOURCES", "SEARCH_NAME", "SEARCH_UNITS", "SEARCH_UNIT_POINTS", "Expert0", "Expert0Factory",
+           "SearchResult", "build_expert0", "compile_expert0", "expert0_factory", "expert0_library",
+           "network_sources", "search_flags"]

@@ -1,6 +1,8 @@
 // expert-0: the judged bot's own file (it defines the judge's exports through loong_bot.h; the native build
 // compiles it with -DLOONG_NO_MAIN and calls expert0_turn directly). One turn: inputs (belief, planes, candidates)
-// -> the network -> the top candidate -> the route controller's reply -> the relay. expert0.h.
+// -> the network -> the top candidate -> (with the search on) the search's choice -> the route controller's reply
+// -> the relay. expert0.h. The searching build: -DEXPERT0_SEARCH (CORE_SEARCH_UNITS a turn, or
+// -DEXPERT0_SEARCH_UNITS=N) with -DCORE_SEARCH_CLOCK (the judge's clock as the search's guard).
 // The sonar key: EXPERT_H_SECRET_HI / EXPERT_H_SECRET_LO (the team secret's u64 halves, given with -D by
 // bot/expert0.py, never a file in git); without them the bot sends no sonar and reads none.
 #include "expert0.h"
@@ -10,7 +12,9 @@ uint32_t expert0_size(void) { return (uint32_t)sizeof(expert0); }
 const char *expert0_network_version(void) { return EXPERT_NET_VERSION; }
 const char *expert0_network_shape(void) { return EXPERT_NET_SHAPE; }
 
-void expert0_init(expert0 *e, uint64_t seed, uint32_t use_cache) {
+void expert0_init(expert0 *e, uint64_t seed, uint32_t use_cache) { expert0_init_search(e, seed, use_cache, 0); }
+
+void expert0_init_search(expert0 *e, uint64_t seed, uint32_t use_cache, uint32_t units) {
     uint8_t *p = (uint8_t *)e;
     for (uint64_t i = 0; i < sizeof *e; i++) p[i] = 0;
 #if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO)
@@ -22,7 +26,19 @@ void expert0_init(expert0 *e, uint64_t seed, uint32_t use_cache) {
 #endif
     core_route_reset(&e->route);
     expert_net_cache_reset(e->cache);
-    e->seed = seed, e->use_cache = use_cache, e->chosen = EXPERT0_NONE;
+    e->seed = seed, e->use_cache = use_cache, e->chosen = EXPERT0_NONE, e->net_pick = EXPERT0_NONE;
+    core_search_set(&e->search, units, CORE_SEARCH_CONSIDERED);  // every other byte of it is zero: its reset
+    e->search.chosen = CORE_SEARCH_NONE;
+}
+
+// The action record rec stands for, straight into the reply (no route state touched): the complete action that
+// stands before the search runs.
+static void ready(const uint8_t *c, loong_reply *r, uint8_t *steps) {
+    uint32_t arg = (uint32_t)c[2] | (uint32_t)c[3] << 8;
+    r->kind = c[0], r->arg = (uint16_t)arg;
+    if (c[0] == CORE_KIND_SPRINT)
+        for (uint32_t i = 0; i < arg && i < CORE_SPRINT_MAX; i++)
+            steps[i] = (uint8_t)(c[20 + i / 4] >> (2 * (i % 4)) & 3);
 }
 
 static const uint8_t *rec(const expert0 *e, uint32_t i) { return e->in.records + (uint64_t)CORE_CAND_RECORD * i; }
@@ -37,7 +53,7 @@ static uint32_t option_of(const uint8_t *c) {
 
 uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
     r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
-    e->turns++, e->chosen = EXPERT0_NONE;
+    e->turns++, e->chosen = EXPERT0_NONE, e->net_pick = EXPERT0_NONE;
     uint32_t code = core_inputs_turn(&e->in, obs, len, expert_net_crop(), expert_net_overview(), expert_net_scalars());
     if (code != CORE_OK) return code;
     const core_world *w = &e->in.dragon.world;
@@ -63,6 +79,13 @@ uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply 
         e->scores[i] = s;
     }
     if (pick == EXPERT0_NONE) return code;
+    e->net_pick = pick;
+    if (e->search.units_limit) {  // the network's pick stands while the search runs
+        ready(rec(e, pick), r, steps);
+        uint32_t c = core_search_run(&e->search, &e->in.dragon, obs, len, e->in.records, n, e->scores,
+                                     EXPERT_NET_SCORE_EXP, e->seed);
+        if (c != CORE_SEARCH_NONE && c < n) pick = c;
+    }
     e->chosen = pick;
     core_route_commit(&e->route, option_of(rec(e, pick)), rec(e, pick), round);
     core_route_reply(&e->route, rec(e, pick), round, r, steps);
@@ -80,7 +103,13 @@ uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply 
 static expert0 state;
 static uint8_t sprint_steps[CORE_SPRINT_MAX];
 
+#if defined(EXPERT0_SEARCH_UNITS)
+void bot_init(uint64_t seed) { expert0_init_search(&state, seed, 1, EXPERT0_SEARCH_UNITS); }
+#elif defined(EXPERT0_SEARCH)
+void bot_init(uint64_t seed) { expert0_init_search(&state, seed, 1, CORE_SEARCH_UNITS); }
+#else
 void bot_init(uint64_t seed) { expert0_init(&state, seed, 1); }
+#endif
 
 void bot_act(const uint8_t *obs, uint32_t len, loong_reply *r) {
     expert0_turn(&state, obs, len, r, sprint_steps);
@@ -96,3 +125,7 @@ const int32_t *expert0_last(const expert0 *e, int32_t *head) {
 }
 
 const core_inputs *expert0_inputs(const expert0 *e) { return &e->in; }
+
+const core_search *expert0_search(const expert0 *e) { return &e->search; }
+
+int32_t expert0_network_pick(const expert0 *e) { return e->net_pick == EXPERT0_NONE ? -1 : (int32_t)e->net_pick; }
