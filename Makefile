@@ -10,7 +10,7 @@ export DAGSTER_HOME ?= $(HOME_DIR)/dagster
 export MLFLOW_TRACKING_URI ?= sqlite:///$(HOME_DIR)/mlflow.db
 export ARENA_PROFILE ?= small
 
-.PHONY: setup demo cycle test lint ui bench clean
+.PHONY: setup demo cycle release test lint ui bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ demo: setup
 # One Loong expert-iteration cycle on the network `make demo` published (expert-N -> expert-N+1).
 cycle: setup
 	$(VENV)/bin/dagster job execute -m pipeline.definitions -j loong_cycle_job
+
+# The published network's searching bot: the search check, then the release check against the foil.
+release: setup
+	$(VENV)/bin/dagster job execute -m pipeline.definitions -j loong_release_job
 
 lint: setup
 	$(VENV)/bin/ruff check .

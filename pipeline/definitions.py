@@ -13,6 +13,7 @@ from assets import (
     loong_contender,
     loong_league,
     loong_positions,
+    loong_search,
     loong_teacher,
     loong_value,
     loong_value_lost,
@@ -21,8 +22,10 @@ from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowRes
 
 # the expert-iteration cycle (its job)
 CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_value_lost_report", "loong_student")
+# the bot's search checked against its own network, then the release check against the foil (their job)
+RELEASE_ASSETS = ("loong_search_check", "loong_release")
 ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions,
-                 loong_teacher, loong_value, loong_value_lost]
+                 loong_search, loong_teacher, loong_value, loong_value_lost]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 
@@ -32,7 +35,8 @@ main_job = dg.define_asset_job(
     # privileged value fit (180 recorded games, several minutes here) and the expert-iteration cycle (the teacher's
     # check match alone is 16 games of searched turns) have their own jobs, so the main job stays within its minutes
     selection=dg.AssetSelection.all() - dg.AssetSelection.assets("loong_contender_match", "celldiv_contender_match",
-                                                                  "loong_value_fit", *CYCLE_ASSETS),
+                                                                  "loong_value_fit", *CYCLE_ASSETS,
+                                                                  *RELEASE_ASSETS),
     description="Materialise the whole graph of both games: Cell Division's training and leagues, Loong's wasm "
                 "build, league, batched self-play and the belief report (`make demo`).",
 )
@@ -84,10 +88,18 @@ loong_cycle_job = dg.define_asset_job(
                 "distilled from them, its int8 export and the wasm build.",
 )
 
+loong_release_job = dg.define_asset_job(
+    "loong_release_job",
+    selection=dg.AssetSelection.assets(*RELEASE_ASSETS),
+    description="The published network's bot with its search: the search check against the same network without "
+                "search (blocking), then the release check against the foil (blocking); a pass registers the "
+                "searching build as the next expert-N, which joins the league's pool.",
+)
+
 defs = dg.Definitions(
     assets=all_assets,
     jobs=[main_job, celldiv_job, celldiv_league_job, loong_league_job, loong_league_pass_job, loong_value_job,
-          loong_cycle_job],
+          loong_cycle_job, loong_release_job],
     schedules=[nightly_celldiv_league, nightly_loong_league],
     sensors=[loong_league.loong_new_build_sensor],
     resources={

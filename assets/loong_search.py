@@ -1,0 +1,180 @@
+"""The bot's search checked and the expert released (issue 12 items 1 and 6; docs/loong-search-check.md): the search
+check (expert-0-search beats expert-0, the same network without search) and the release check (expert-0-search
+against the foil), both blocking, sizes and bars fixed in ops/loong_search_check.py before the games."""
+
+import json
+
+import dagster as dg
+from pydantic import Field
+
+from assets.celldiv_league import version_id
+from assets.metadata import run_metadata, validated
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
+
+GROUP = "loong"
+SEARCH_CHECK = "loong_search_check"
+RELEASE = "loong_release"
+CHECK_FILE = "check.json"
+
+
+class SearchCheckAssetConfig(dg.Config):
+    games: int | None = Field(default=None, description="games (even); None: the profile's "
+                                                        "(ops.loong_search_check sizes)")
+    rounds: int | None = Field(default=None, description="round limit of the games; None: the profile's")
+    seed: int = Field(default=0, description="maps and match seeds derive from it")
+
+
+def _size(config: SearchCheckAssetConfig, sizes: dict, profile: str, least: int = 2):
+    from ops.loong_search_check import CheckSize
+
+    base = sizes[profile]
+    size = CheckSize(config.games if config.games is not None else base.games,
+                     config.rounds if config.rounds is not None else base.rounds)
+    if size.games < least:
+        raise ValueError(f"games: at least {least} for this check, got {size.games}")
+    return size
+
+
+def _network(store, asset: str):
+    network = store.latest(GROUP, "loong_network_int8")
+    if network is None:
+        raise dg.Failure(f"{asset}: no published loong_network_int8 (the network the bot searches with); materialise "
+                         "it first", allow_retries=False)
+    return network
+
+
+def _run_check(context, asset: str, opponent: str, size, seed: int, bar: float, mlflow, store, execution,
+               network, profile: str) -> tuple:
+    """Play the check's match, log it to MLflow and write its record; (match, record path, metadata, passed)."""
+    from ops.loong_search_check import search_match
+
+    version = version_id(context)
+    out = store.dir(GROUP, asset, version)
+    executor = execution.executor(asset)
+    with mlflow.run(context, GROUP, profile, tags={"asset_family": "loong-search"}) as tracker:
+        tracker.log_params({"opponent": opponent, "games": size.games, "rounds": size.rounds, "seed": seed,
+                            "pass_lower": bar, "network": network.name})
+
+        def progress(name: str, done: int, total: int) -> None:
+            context.log.info(f"{asset}: {name} done, part {done}/{total} ({executor.backend} x{executor.workers})")
+
+        try:
+            m = search_match(network / "network.npz", opponent, size, seed=seed, executor=executor,
+                             progress=progress)
+        except ValueError as e:  # a damaged network file: its loader names it
+            raise dg.Failure(f"{asset}: {e}", allow_retries=False) from None
+        lo, hi = m.wilson
+        passed = m.passed(bar)
+        tracker.log_params({"search_units": m.search_units})
+        tracker.log_metrics({"score": m.score, "wilson_low": lo, "wilson_high": hi, "wins": m.wins,
+                             "draws": m.draws, "losses": m.losses, "simulations_a_turn": m.simulations_a_turn,
+                             "changed_share": m.changed_share, "seconds": m.seconds})
+        record = {"network": network.name, "passed": passed, "pass_lower": bar, **m.record()}
+        path = out / CHECK_FILE
+        path.write_text(json.dumps(record, indent=1))
+        tracker.log_artifact(path)
+        meta = run_metadata(tracker, mlflow)
+    context.log.info(f"{asset}: {m.line(bar)}")
+    meta.update({
+        "path": dg.MetadataValue.path(str(path)),
+        "network": dg.MetadataValue.text(network.name),
+        "opponent": dg.MetadataValue.text(opponent),
+        "record": dg.MetadataValue.text(f"{m.wins}-{m.draws}-{m.losses}"),
+        "score": dg.MetadataValue.float(m.score),
+        "wilson_low": dg.MetadataValue.float(lo),
+        "wilson_high": dg.MetadataValue.float(hi),
+        "simulations_a_turn": dg.MetadataValue.float(m.simulations_a_turn),
+        "changed_share": dg.MetadataValue.float(m.changed_share),
+        "passed": dg.MetadataValue.bool(passed),
+        "by_map": dg.MetadataValue.md("\n".join(["| map | games | score |", "| --- | ---: | ---: |",
+                                                  *(f"| {k} | {n} | {s:.3f} |" for k, (n, s) in
+                                                    m.by_band().items())])),
+    })
+    return m, version, meta, passed
+
+
+@dg.asset(
+    # reads the published loong_network_int8 (the build loong_wasm_build compiled it into)
+    group_name=GROUP, deps=["loong_wasm_build"], kinds={"wasm", "mlflow"},
+    check_specs=[dg.AssetCheckSpec(
+        "search_beats_plain", asset=SEARCH_CHECK, blocking=True,
+        description="expert-0-search (the bot's search in the C core, the judge build's budget) beats expert-0 (the "
+                    "same network's top candidate, no search): the Wilson 95% lower bound of its score rate over the "
+                    "profile's games is above ops.loong_search_check.SEARCH_PASS_LOWER (size and bar fixed in the "
+                    "code before the games)")],
+)
+def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
+                       artifact_store: ArtifactStoreResource, profile: ProfileResource,
+                       execution: ExecutionResource) -> dg.MaterializeResult:
+    """The search check: the searching bot against the plain bot on every size band and symmetry; published only on a
+    pass, so a search that loses to its own network is never released."""
+    from ops.loong_search_check import SEARCH_CHECK_SIZES, SEARCH_PASS_LOWER
+
+    name = profile.checked()
+    size = validated(SEARCH_CHECK, lambda: _size(config, SEARCH_CHECK_SIZES, name))
+    store = artifact_store.store()
+    network = _network(store, SEARCH_CHECK)
+    m, version, meta, passed = _run_check(context, SEARCH_CHECK, "plain", size, config.seed, SEARCH_PASS_LOWER,
+                                          mlflow, store, execution, network, name)
+    if passed:
+        store.publish(GROUP, SEARCH_CHECK, version)
+    meta["published"] = dg.MetadataValue.bool(passed)
+    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
+        check_name="search_beats_plain", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"score": m.score, "wilson_low": m.wilson[0], "pass_lower": SEARCH_PASS_LOWER,
+                  "games": len(m.games), "record": f"{m.wins}-{m.draws}-{m.losses}"})])
+
+
+def next_release(root) -> str:
+    """The next released name, expert-N+1 after the highest expert-N in the build store (expert-1 first)."""
+    from ops.loong_league import RELEASED, registered_names
+
+    numbers = [int(n.split("-")[1]) for n in registered_names(root) if RELEASED.match(n)]
+    return f"expert-{max(numbers, default=0) + 1}"
+
+
+@dg.asset(
+    group_name=GROUP, deps=[loong_search_check], kinds={"wasm", "mlflow"},
+    check_specs=[dg.AssetCheckSpec(
+        "release_beats_foil", asset=RELEASE, blocking=True,
+        description="the release check: expert-0-search beats the foil with a Wilson 95% lower bound of its score "
+                    "rate above ops.loong_search_check.RELEASE_PASS_LOWER over at least RELEASE_MIN_GAMES games on "
+                    "every size band and symmetry (size and bar fixed in the code before the games)")],
+)
+def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
+                  artifact_store: ArtifactStoreResource, profile: ProfileResource,
+                  execution: ExecutionResource) -> dg.MaterializeResult:
+    """The release check against the foil, on the network the search check passed with; on a pass the searching wasm
+    build is registered as the next expert-N, which joins the league's frozen pool."""
+    from bot.expert0 import build_expert0
+    from bot.int8_expert import load
+    from ops.loong_search_check import RELEASE_MIN_GAMES, RELEASE_PASS_LOWER, RELEASE_SIZES
+
+    name = profile.checked()
+    least = RELEASE_MIN_GAMES if name != "test" else 2  # the test profile only proves the path
+    size = validated(RELEASE, lambda: _size(config, RELEASE_SIZES, name, least))
+    store = artifact_store.store()
+    network = _network(store, RELEASE)
+    checked = store.latest(GROUP, SEARCH_CHECK)
+    record = json.loads((checked / CHECK_FILE).read_text()) if checked is not None else None
+    if record is None or record.get("network") != network.name:
+        raise dg.Failure(f"{RELEASE}: no passed loong_search_check for the published network {network.name}; the "
+                         "search must beat its own network before a release", allow_retries=False)
+    m, version, meta, passed = _run_check(context, RELEASE, "foil", size, config.seed, RELEASE_PASS_LOWER, mlflow,
+                                          store, execution, network, name)
+    released = ""
+    if passed:
+        from assets.loong import builds_root
+
+        root = builds_root(artifact_store)
+        released = next_release(root)
+        build = build_expert0(root, load(network / "network.npz"), name=released, search=True)
+        store.publish(GROUP, RELEASE, version)
+        (store.dir(GROUP, RELEASE, version) / "release.json").write_text(json.dumps(
+            {"name": released, "build_id": build.id, "network": network.name}, indent=1))
+        context.log.info(f"{RELEASE}: released {released} (build {build.id})")
+    meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
+    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
+        check_name="release_beats_foil", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"score": m.score, "wilson_low": m.wilson[0], "pass_lower": RELEASE_PASS_LOWER,
+                  "games": len(m.games), "record": f"{m.wins}-{m.draws}-{m.losses}"})])

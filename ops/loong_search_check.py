@@ -1,0 +1,272 @@
+"""The search check and the release check (issue 12 item 6; seed part 4, "The checks before a network, search or bot
+is used or released"; docs/loong-search-check.md).
+
+    size = SEARCH_CHECK_SIZES["small"]                       # games and round limit, fixed here before any game
+    m = search_match(NET, "plain", size, seed=0, executor)   # expert-0-search against expert-0, the same network
+    m = search_match(NET, "foil", RELEASE_SIZES["small"], seed=0, executor)   # the release check's match
+    m.passed(SEARCH_PASS_LOWER)
+
+Both sides play on the native build of the one C turn the judged bot runs (``bot.expert0``): the searching side with
+the judge build's search budget (``bot.expert0.SEARCH_UNITS``, the same decisions as the wasm build: the search
+counts units, it never reads a clock), the plain side the network's top candidate. Maps: every size band and
+symmetry (``ops.loong_contender.band_map``), each map twice with the sides swapped on one match seed. Passed when
+the Wilson 95% lower bound of the searching side's score rate (wins + draws / 2) is above the bar.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from games.loong.match import pair_seed
+from games.stats import wilson_interval
+from ops.execution import Executor, WorkItem, cached, gather
+from ops.loong_contender import BANDS, band_map
+
+SEARCH_PASS_LOWER = 0.5   # the search check: the searching bot beats the plain bot (seed: "searching bot beats the
+                          # plain bot"); Wilson 95% lower bound above this
+RELEASE_PASS_LOWER = 0.5  # the release check: Wilson 95% lower bound above 50% against the foil (issue 12)
+RELEASE_MIN_GAMES = 200   # the release check's size at least (issue 12: "over at least 200 games")
+GAMES_A_PART = 4          # games a work item plays (a pair of maps): parts never depend on the workers
+OPPONENTS = ("plain", "foil", "expert-h")
+
+
+@dataclass(frozen=True)
+class CheckSize:
+    """A check match's size, fixed in the code before its games: ``games`` (even: pairs swap sides), ``rounds``."""
+
+    games: int
+    rounds: int
+
+    def __post_init__(self) -> None:
+        if self.games < 2 or self.games % 2:
+            raise ValueError(f"games: an even number of at least 2, got {self.games}")
+        if not 1 <= self.rounds <= 500:
+            raise ValueError(f"rounds: 1..500, got {self.rounds}")
+
+
+# Sizes by profile (docs/loong-search-check.md, "Sizes": set by the games this CPU plays in a cycle and the power
+# to see the effect measured); the test profile only proves the path.
+SEARCH_CHECK_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(96, 60), "full": CheckSize(400, 500)}
+RELEASE_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(RELEASE_MIN_GAMES, 100),
+                 "full": CheckSize(RELEASE_MIN_GAMES * 2, 500)}
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """One game of a check: the searching side's team, its score (1 / 0.5 / 0), the result and the search's work."""
+
+    game: int
+    width: int
+    height: int
+    symmetry: str
+    side: int
+    score: float
+    reason: str
+    rounds: int
+    scores: tuple
+    searched: int         # the searching side's turns that ran a search
+    simulations: int      # simulations over those turns
+    changed: int          # turns where the search chose another candidate than the network's top one
+    guard_stops: int      # turns the judge's clock stopped (never on the native build: a sanity count)
+
+
+@dataclass
+class SearchMatch:
+    """A check match's tally (the searching side's view) and its games."""
+
+    opponent: str
+    size: CheckSize
+    seed: int
+    search_units: int
+    games: list[GameRecord] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def wins(self) -> int:
+        return sum(g.score == 1.0 for g in self.games)
+
+    @property
+    def draws(self) -> int:
+        return sum(g.score == 0.5 for g in self.games)
+
+    @property
+    def losses(self) -> int:
+        return sum(g.score == 0.0 for g in self.games)
+
+    @property
+    def score(self) -> float:
+        return sum(g.score for g in self.games) / max(len(self.games), 1)
+
+    @property
+    def wilson(self) -> tuple[float, float]:
+        return wilson_interval(sum(g.score for g in self.games), len(self.games))
+
+    def passed(self, bar: float) -> bool:
+        return len(self.games) == self.size.games and self.wilson[0] > bar
+
+    @property
+    def simulations_a_turn(self) -> float:
+        searched = sum(g.searched for g in self.games)
+        return sum(g.simulations for g in self.games) / max(searched, 1)
+
+    @property
+    def changed_share(self) -> float:
+        return sum(g.changed for g in self.games) / max(sum(g.searched for g in self.games), 1)
+
+    def by_band(self) -> dict[str, tuple[int, float]]:
+        """Games and score rate by size band (sides lo-hi) and symmetry."""
+        out: dict[str, list[float]] = {}
+        for g in self.games:
+            lo, hi = next(b for b in BANDS if b[0] <= g.width <= b[1])
+            out.setdefault(f"{lo}-{hi} {g.symmetry}", []).append(g.score)
+        return {k: (len(v), statistics.fmean(v)) for k, v in sorted(out.items())}
+
+    def record(self) -> dict:
+        lo, hi = self.wilson
+        return {"opponent": self.opponent, "games": self.size.games, "rounds": self.size.rounds, "seed": self.seed,
+                "search_units": self.search_units, "wins": self.wins, "draws": self.draws, "losses": self.losses,
+                "score": self.score, "wilson95": [lo, hi], "simulations_a_turn": self.simulations_a_turn,
+                "changed_share": self.changed_share, "seconds": self.seconds,
+                "by_map": {k: {"games": n, "score": s} for k, (n, s) in self.by_band().items()},
+                "game_records": [asdict(g) for g in self.games]}
+
+    def line(self, bar: float) -> str:
+        lo, hi = self.wilson
+        return (f"expert-0-search vs {self.opponent}: {self.wins}-{self.draws}-{self.losses} over {len(self.games)} "
+                f"games ({self.size.rounds} rounds), score {self.score:.3f}, Wilson 95% [{lo:.3f}, {hi:.3f}], bar "
+                f"lower > {bar}: {'pass' if self.passed(bar) else 'FAIL'}; {self.simulations_a_turn:.1f} "
+                f"simulations a searched turn, the search changed {self.changed_share:.1%} of the network's picks")
+
+
+class _Watched:
+    """A factory whose bots' searches are tallied after each turn (the native Expert0's ``search()``)."""
+
+    def __init__(self, factory) -> None:
+        self.factory, self.name = factory, "expert-0-search"
+        self.searched = self.simulations = self.changed = self.guard_stops = 0
+
+    def __call__(self, dragon_id: int, team: int, seed: int):
+        bot = self.factory(dragon_id, team, seed)
+        watch = self
+
+        class Bot:
+            name = "expert-0-search"
+
+            def act(self, obs):
+                out = bot.act(obs)
+                s = bot.search()
+                if s.flags & 1:  # CORE_SEARCH_RAN
+                    watch.searched += 1
+                    watch.simulations += s.simulations
+                    watch.changed += int(s.chosen != s.network_pick)
+                watch.guard_stops += int(bool(s.flags & 2))
+                return out
+
+        return Bot()
+
+
+def _opponent(name: str, net_path: str, digest: str):
+    if name == "plain":
+        from bot.expert0 import expert0_factory
+        from bot.int8_expert import load
+
+        return cached(f"expert0:{digest}", lambda: expert0_factory(load(net_path)))
+    if name == "foil":
+        from games.loong.foil import foil_bot
+
+        return foil_bot
+    if name == "expert-h":
+        from bot.expert_h import expert_h_factory
+
+        return cached("expert-h", expert_h_factory)
+    raise ValueError(f"opponent: one of {', '.join(OPPONENTS)}, got {name!r}")
+
+
+def play_part(net_path: str, digest: str, opponent: str, games: list[int], rounds: int, match_seed: int,
+              search_units: int, *, seed: int = 0) -> list[GameRecord]:
+    """Games ``games`` of a check (a work item; ``seed`` unused: every game's seeds derive from ``match_seed``)."""
+    from bot.expert0 import expert0_factory
+    from bot.int8_expert import load
+    from games.loong.bots import play_game
+
+    searcher = cached(f"expert0-search:{digest}:{search_units}",
+                      lambda: expert0_factory(load(net_path), search_units=search_units))
+    other = _opponent(opponent, net_path, digest)
+    out = []
+    for g in games:
+        m, pair, side = band_map(g, match_seed), pair_seed(match_seed, g // 2), g % 2
+        me = _Watched(searcher)
+        r = play_game(m, me, other, pair, rounds, record=False) if side == 0 else \
+            play_game(m, other, me, pair, rounds, record=False)
+        score = 0.5 if r.winner is None else float(r.winner == side)
+        out.append(GameRecord(g, m.width, m.height, m.symmetry or "", side, score, r.reason,
+                              r.result.round, tuple(map(tuple, r.result.scores)), me.searched, me.simulations,
+                              me.changed, me.guard_stops))
+    return out
+
+
+def search_match(net_path: Path | str, opponent: str, size: CheckSize, *, seed: int, executor: Executor,
+                 search_units: int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None) -> SearchMatch:
+    """The searching expert-0 against ``opponent`` ('plain': the same network without search, 'foil', 'expert-h')
+    over ``size``'s games, in parts of GAMES_A_PART through ``executor``; ``progress(part, done, total)``."""
+    import time
+
+    from bot.expert0 import SEARCH_UNITS
+    from bot.int8_expert import digest, load
+
+    if opponent not in OPPONENTS:
+        raise ValueError(f"opponent: one of {', '.join(OPPONENTS)}, got {opponent!r}")
+    units = SEARCH_UNITS if search_units is None else search_units
+    if not isinstance(units, int) or units < 1:
+        raise ValueError(f"search_units: a positive int, got {units!r}")
+    version = digest(load(net_path))  # a damaged file is its loader's one-line ValueError
+    ids = list(range(size.games))
+    parts = [ids[i:i + GAMES_A_PART] for i in range(0, len(ids), GAMES_A_PART)]
+    items = [WorkItem(f"games {p[0]}-{p[-1]}", play_part,
+                      (str(net_path), version, opponent, p, size.rounds, seed, units)) for p in parts]
+    t0 = time.perf_counter()
+    results = gather(executor, items, on_done=(lambda o, done, total: progress(o.name, done, total))
+                     if progress else None)
+    m = SearchMatch(opponent, size, seed, units, sorted((g for part in results for g in part), key=lambda g: g.game))
+    m.seconds = time.perf_counter() - t0
+    return m
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ops.loong_search_check --network NET.npz [--opponent plain] [--games 96] [--rounds 60]``: one check
+    match as the assets play it; exit 1 when the bar is missed, 2 on bad arguments."""
+    import argparse
+
+    from ops.execution import make_executor
+
+    ap = argparse.ArgumentParser(prog="python -m ops.loong_search_check", description=main.__doc__.splitlines()[0])
+    ap.add_argument("--network", required=True, help="an int8 network (loong_network_int8's network.npz)")
+    ap.add_argument("--opponent", default="plain", choices=OPPONENTS)
+    ap.add_argument("--games", type=int, default=SEARCH_CHECK_SIZES["small"].games)
+    ap.add_argument("--rounds", type=int, default=SEARCH_CHECK_SIZES["small"].rounds)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--search-units", type=int, default=None, help="units a turn (default: the judge build's)")
+    a = ap.parse_args(argv)
+    bar = SEARCH_PASS_LOWER if a.opponent == "plain" else RELEASE_PASS_LOWER
+    try:
+        size = CheckSize(a.games, a.rounds)
+        m = search_match(a.network, a.opponent, size, seed=a.seed, executor=make_executor("local", a.workers),
+                         search_units=a.search_units)
+    except ValueError as e:
+        ap.error(str(e))
+    print(m.line(bar))
+    for k, (n, s) in m.by_band().items():
+        print(f"  {k:>12}: {n:3d} games, score {s:.3f}")
+    print(f"  {m.seconds:.0f} s")
+    return 0 if m.passed(bar) else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The search check and the release (assets/loong_search.py): expert-0-search against expert-0 in one tracked run, the
+check blocking and published only on a pass; the release refuses a network whose search check did not pass, plays
+the foil, and on a pass registers the searching build as the next expert-N; bad configs fail in one line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assets.loong_search import loong_release, loong_search_check, next_release
+from ops.loong_search_check import SEARCH_CHECK_SIZES
+from tests.pipeline.test_loong_teacher import publish_network
+
+
+def test_the_search_check_plays_the_plain_network_in_one_tracked_run(resources, tmp_path, tracked_runs,
+                                                                     materialise):
+    publish_network(resources)
+    result = materialise(loong_search_check, resources, tmp_path, {})
+    meta = result.asset_materializations_for_node("loong_search_check")[0].metadata
+    (check,) = result.get_asset_check_evaluations()
+    assert check.check_name == "search_beats_plain"
+    record = json.loads(Path(meta["path"].value).read_text())
+    size = SEARCH_CHECK_SIZES["test"]
+    assert record["opponent"] == "plain" and record["games"] == size.games == len(record["game_records"])
+    assert record["wins"] + record["draws"] + record["losses"] == size.games
+    assert check.passed == record["passed"] == (record["wilson95"][0] > record["pass_lower"])
+    assert result.success == check.passed  # a failed blocking check fails the step
+    published = resources["artifact_store"].store().latest("loong", "loong_search_check")
+    assert (published is not None) == check.passed
+    games = record["game_records"]
+    assert sorted(g["side"] for g in games) == [0, 0, 1, 1]  # each map twice, sides swapped
+    assert sum(g["searched"] for g in games) > 0 and record["simulations_a_turn"] > 1  # the search ran
+    assert all(g["guard_stops"] == 0 for g in games)  # the native build never reads a clock
+    runs = [r for r in tracked_runs(resources) if r.info.run_name == "loong_search_check"]
+    assert len(runs) == 1 and runs[0].data.params["network"] == "test-net"
+    assert runs[0].data.metrics["wins"] == record["wins"]
+
+
+def test_the_release_refuses_a_network_without_a_passed_search_check(resources, tmp_path, materialise, failure_line):
+    publish_network(resources)
+    result = materialise(loong_release, resources, tmp_path, {})
+    assert not result.success
+    assert failure_line(result).startswith("loong_release: no passed loong_search_check for the published network "
+                                           "test-net")
+
+
+def test_the_release_plays_the_foil_and_registers_expert_n_on_a_pass(resources, tmp_path, materialise):
+    from bot.builds import list_builds
+
+    publish_network(resources)
+    store = resources["artifact_store"].store()
+    passed = store.dir("loong", "loong_search_check", "v-test")
+    (passed / "check.json").write_text(json.dumps({"network": "test-net", "passed": True}))
+    store.publish("loong", "loong_search_check", "v-test")
+    result = materialise(loong_release, resources, tmp_path, {})
+    meta = result.asset_materializations_for_node("loong_release")[0].metadata
+    (check,) = result.get_asset_check_evaluations()
+    record = json.loads(Path(meta["path"].value).read_text())
+    assert record["opponent"] == "foil" and check.passed == record["passed"] == result.success
+    root = store.root / "loong" / "builds"
+    names = {b.name for b in list_builds(root)} if root.exists() else set()
+    assert ("expert-1" in names) == check.passed
+    assert meta["released"].value == ("expert-1" if check.passed else "none: the release check failed")
+
+
+def test_next_release_counts_past_the_highest_expert_n(tmp_path):
+    from bot.builds import register
+    from bot.toolchain import compile_c
+
+    assert next_release(tmp_path) == "expert-1"
+    c = tmp_path / "b.c"
+    c.write_text('#include "loong_bot.h"\nvoid bot_init(uint64_t s) { (void)s; }\n'
+                 'void bot_act(const uint8_t *o, uint32_t n, loong_reply *r) { (void)o; (void)n; r->kind = 0; }\n')
+    wasm = compile_c([c], tmp_path / "b.wasm").wasm
+    register(tmp_path, wasm, name="expert-3")
+    assert next_release(tmp_path) == "expert-4"
+
+
+@pytest.mark.parametrize("config,line", [
+    ({"games": 3}, "loong_search_check: games: an even number of at least 2, got 3"),
+    ({"rounds": 0}, "loong_search_check: rounds: 1..500, got 0"),
+])
+def test_a_bad_search_check_config_fails_in_one_line(resources, tmp_path, config, line, materialise, failure_line):
+    publish_network(resources)
+    result = materialise(loong_search_check, resources, tmp_path, config)
+    assert not result.success and failure_line(result).startswith(line)
+
+
+def test_no_network_fails_in_one_line(resources, tmp_path, materialise, failure_line):
+    result = materialise(loong_search_check, resources, tmp_path, {})
+    assert not result.success
+    assert failure_line(result) == ("loong_search_check: no published loong_network_int8 (the network the bot "
+                                    "searches with); materialise it first")
