@@ -139,6 +139,8 @@ def expert0_library(net: Int8ExpertNet, secret: int | None = None, cache: Path |
                           ("expert0_init_search", [vp, ctypes.c_uint64, u32, u32], None),
                           ("expert0_turn", [vp, vp, u32, vp, vp], u32),
                           ("expert0_search", [vp], vp), ("expert0_network_pick", [vp], ctypes.c_int32),
+                          ("core_search_set", [vp, u32, u32], None),
+                          ("core_search_tune", [vp, u32, u32, u32, u32, u32, u32], None),
                           ("core_search_summary", [vp, vp], u32), ("core_search_stats", [vp, vp, u32], u32),
                           ("expert0_network_version", [], ctypes.c_char_p),
                           ("expert0_network_shape", [], ctypes.c_char_p)):
@@ -186,6 +188,37 @@ class SearchResult:
         return tuple(n for b, n in SEARCH_FLAG_NAMES.items() if self.flags & b)
 
 
+@dataclass(frozen=True)
+class SearchTune:
+    """The search's constants compared at equal cost on the native build (core_search_tune; docs/expert-core-search.md,
+    "Tuning"): C_SCALE, the candidates the root considers, rollout rounds, the standing's weights. The defaults are
+    the judged build's (search.h)."""
+
+    c_scale: float = 1.0
+    considered: int = 4
+    rollout_rounds: int = 10
+    weights: tuple[int, int, int] = (1, 1, 1)
+    mode: int = 3  # CORE_SEARCH_MODE_*: 1 our dragon follows its candidate's route in the rollouts, 2 the tree
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.c_scale <= 256:
+            raise ValueError(f"search tune: c_scale must be in 0..256, got {self.c_scale!r}")
+        if not 1 <= self.considered <= 16:
+            raise ValueError(f"search tune: considered must be in 1..16, got {self.considered!r}")
+        if not 0 <= self.rollout_rounds <= 32:
+            raise ValueError(f"search tune: rollout_rounds must be in 0..32, got {self.rollout_rounds!r}")
+        if len(self.weights) != 3 or not all(0 <= w <= 1024 for w in self.weights) or not any(self.weights):
+            raise ValueError(f"search tune: weights must be three ints in 0..1024, not all 0, got {self.weights!r}")
+        if self.mode not in range(4):
+            raise ValueError(f"search tune: mode must be in 0..3, got {self.mode!r}")
+
+    def apply(self, lib: ctypes.CDLL, search) -> None:
+        head = (ctypes.c_uint32 * len(SEARCH_SUMMARY))()
+        lib.core_search_summary(search, head)
+        lib.core_search_set(search, head[SEARCH_SUMMARY.index("limit")], self.considered)
+        lib.core_search_tune(search, round(self.c_scale * 65536), self.rollout_rounds, *self.weights, self.mode)
+
+
 class Expert0:
     """One dragon's expert-0 on the native build (the Python bot protocol of games/loong/bots.py); with
     ``search_units`` > 0 the search runs every turn in that many units (SEARCH_UNITS: the judge build's)."""
@@ -193,7 +226,7 @@ class Expert0:
     name = NATIVE_NAME
 
     def __init__(self, lib: ctypes.CDLL, dragon_id: int, team: int, seed: int, use_cache: bool = True,
-                 search_units: int = 0) -> None:
+                 search_units: int = 0, tune: SearchTune | None = None) -> None:
         self.lib = lib
         self._state = ctypes.create_string_buffer(lib.expert0_size() + 16)
         self._addr = (ctypes.addressof(self._state) + 15) & ~15  # the stem cache is 16-byte aligned
@@ -201,6 +234,8 @@ class Expert0:
         self._steps = ctypes.create_string_buffer(SPRINT_MAX)
         self.last_code = 0
         lib.expert0_init_search(self._addr, seed, int(use_cache), _check_units(search_units))
+        if tune is not None:
+            tune.apply(lib, lib.expert0_search(self._addr))
 
     def reply_bytes(self, data: bytes) -> tuple[bytes, bytes]:
         """One turn on encoded observation bytes: (the 40 reply bytes, the sprint's directions)."""
@@ -265,21 +300,22 @@ class Expert0Factory:
     name = NATIVE_NAME
 
     def __init__(self, net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None,
-                 use_cache: bool = True, search_units: int = 0) -> None:
+                 use_cache: bool = True, search_units: int = 0, tune: SearchTune | None = None) -> None:
         self.search_units = _check_units(search_units)
+        self.tune = tune
         self.lib = expert0_library(net, secret, cache)
         self.version = digest(net)
         self.use_cache = use_cache
 
     def __call__(self, dragon_id: int, team: int, seed: int) -> Expert0:
-        return Expert0(self.lib, dragon_id, team, seed, self.use_cache, self.search_units)
+        return Expert0(self.lib, dragon_id, team, seed, self.use_cache, self.search_units, self.tune)
 
 
 def expert0_factory(net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None,
-                    use_cache: bool = True, search_units: int = 0) -> Expert0Factory:
-    return Expert0Factory(net, secret, cache, use_cache, search_units)
+                    use_cache: bool = True, search_units: int = 0, tune: SearchTune | None = None) -> Expert0Factory:
+    return Expert0Factory(net, secret, cache, use_cache, search_units, tune)
 
 
 __all__ = ["EXPERT0_SOURCES", "SEARCH_NAME", "SEARCH_UNITS", "SEARCH_UNIT_POINTS", "Expert0", "Expert0Factory",
-           "SearchResult", "build_expert0", "compile_expert0", "expert0_factory", "expert0_library",
+           "SearchResult", "SearchTune", "build_expert0", "compile_expert0", "expert0_factory", "expert0_library",
            "network_sources", "search_flags"]

@@ -57,7 +57,7 @@ def band_map(g: int, seed: int) -> LoongMap:
     """Game g's map: size bands and symmetries in turn (pairs of games share one), the side drawn inside the band
     from the seed. The same maps as ``benchmarks/expert_h_match.py``'s ``game_map``."""
     lo, hi = BANDS[(g // 2) % len(BANDS)]
-    side = lo + (seed * 7919 + g * 104729) % (hi - lo + 1)
+    side = lo + (seed * 7919 + g // 2 * 104729) % (hi - lo + 1)  # by pair: both games of a pair on one map
     return generate_map(side, side, SYMMETRIES[(g // 2 // len(BANDS)) % len(SYMMETRIES)], seed=seed * 1000 + g // 2)
 
 

@@ -49,7 +49,7 @@ class CheckSize:
 
 # Sizes by profile (docs/loong-search-check.md, "Sizes": set by the games this CPU plays in a cycle and the power
 # to see the effect measured); the test profile only proves the path.
-SEARCH_CHECK_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(96, 60), "full": CheckSize(400, 500)}
+SEARCH_CHECK_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(192, 60), "full": CheckSize(400, 500)}
 RELEASE_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(RELEASE_MIN_GAMES, 100),
                  "full": CheckSize(RELEASE_MIN_GAMES * 2, 500)}
 
@@ -186,14 +186,14 @@ def _opponent(name: str, net_path: str, digest: str):
 
 
 def play_part(net_path: str, digest: str, opponent: str, games: list[int], rounds: int, match_seed: int,
-              search_units: int, *, seed: int = 0) -> list[GameRecord]:
+              search_units: int, tune=None, *, seed: int = 0) -> list[GameRecord]:
     """Games ``games`` of a check (a work item; ``seed`` unused: every game's seeds derive from ``match_seed``)."""
     from bot.expert0 import expert0_factory
     from bot.int8_expert import load
     from games.loong.bots import play_game
 
-    searcher = cached(f"expert0-search:{digest}:{search_units}",
-                      lambda: expert0_factory(load(net_path), search_units=search_units))
+    searcher = cached(f"expert0-search:{digest}:{search_units}:{tune!r}",
+                      lambda: expert0_factory(load(net_path), search_units=search_units, tune=tune))
     other = _opponent(opponent, net_path, digest)
     out = []
     for g in games:
@@ -209,10 +209,11 @@ def play_part(net_path: str, digest: str, opponent: str, games: list[int], round
 
 
 def search_match(net_path: Path | str, opponent: str, size: CheckSize, *, seed: int, executor: Executor,
-                 search_units: int | None = None,
+                 search_units: int | None = None, tune=None,
                  progress: Callable[[str, int, int], None] | None = None) -> SearchMatch:
     """The searching expert-0 against ``opponent`` ('plain': the same network without search, 'foil', 'expert-h')
-    over ``size``'s games, in parts of GAMES_A_PART through ``executor``; ``progress(part, done, total)``."""
+    over ``size``'s games, in parts of GAMES_A_PART through ``executor``; ``tune``: a ``bot.expert0.SearchTune``
+    (None: the judged build's constants); ``progress(part, done, total)``."""
     import time
 
     from bot.expert0 import SEARCH_UNITS
@@ -227,13 +228,27 @@ def search_match(net_path: Path | str, opponent: str, size: CheckSize, *, seed: 
     ids = list(range(size.games))
     parts = [ids[i:i + GAMES_A_PART] for i in range(0, len(ids), GAMES_A_PART)]
     items = [WorkItem(f"games {p[0]}-{p[-1]}", play_part,
-                      (str(net_path), version, opponent, p, size.rounds, seed, units)) for p in parts]
+                      (str(net_path), version, opponent, p, size.rounds, seed, units, tune)) for p in parts]
     t0 = time.perf_counter()
     results = gather(executor, items, on_done=(lambda o, done, total: progress(o.name, done, total))
                      if progress else None)
     m = SearchMatch(opponent, size, seed, units, sorted((g for part in results for g in part), key=lambda g: g.game))
     m.seconds = time.perf_counter() - t0
     return m
+
+
+def _tune(a):
+    """The CLI's SearchTune (None when no constant is given)."""
+    from bot.expert0 import SearchTune
+
+    given = {"c_scale": a.c_scale, "considered": a.considered, "rollout_rounds": a.rollout_rounds, "mode": a.mode}
+    given = {k: v for k, v in given.items() if v is not None}
+    if a.weights is not None:
+        try:
+            given["weights"] = tuple(int(w) for w in a.weights.split(","))
+        except ValueError:
+            raise ValueError(f"--weights: three comma-separated ints, got {a.weights!r}") from None
+    return SearchTune(**given) if given else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,15 +266,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--search-units", type=int, default=None, help="units a turn (default: the judge build's)")
+    ap.add_argument("--c-scale", type=float, default=None, help="the Gumbel root's C_SCALE (default: search.h's)")
+    ap.add_argument("--considered", type=int, default=None, help="candidates the root considers")
+    ap.add_argument("--rollout-rounds", type=int, default=None, help="rounds a rollout plays after the current one")
+    ap.add_argument("--weights", default=None, help="the standing's weights: queen,longest,total")
+    ap.add_argument("--mode", type=int, default=None, help="search.h's CORE_SEARCH_MODE_* bits (1 follow, 2 tree)")
     a = ap.parse_args(argv)
     bar = SEARCH_PASS_LOWER if a.opponent == "plain" else RELEASE_PASS_LOWER
     try:
         size = CheckSize(a.games, a.rounds)
+        tune = _tune(a)
         m = search_match(a.network, a.opponent, size, seed=a.seed, executor=make_executor("local", a.workers),
-                         search_units=a.search_units)
+                         search_units=a.search_units, tune=tune)
     except ValueError as e:
         ap.error(str(e))
-    print(m.line(bar))
+    print(m.line(bar) + (f" ({tune})" if tune else ""))
     for k, (n, s) in m.by_band().items():
         print(f"  {k:>12}: {n:3d} games, score {s:.3f}")
     print(f"  {m.seconds:.0f} s")

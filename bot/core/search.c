@@ -2,6 +2,8 @@
 #define LOONG_NO_MAIN  // a core file: no ABI exports (abi.h)
 #include "search.h"
 
+#include "route.h"
+
 #ifdef CORE_SEARCH_CLOCK
 static int64_t points_left(void) { return loong_points_left(); }
 #endif
@@ -19,6 +21,8 @@ enum {
     U_SPAWNS = 64,        // spawn ticks a unit (a round's begin)
     U_PLACE_CELLS = 16,   // cells of a sampled body a unit (plus one a dragon)
     U_HANDLES = 16,       // living dragons scored a unit (a leaf's standing)
+    U_ROUTE_CELLS = 8,    // cells of a route's breadth-first search a unit (four crossings each; placeholder weight,
+                          // above a turn's per-cell cost)
 };
 
 static uint32_t take(core_search *s, uint32_t units) {
@@ -109,7 +113,7 @@ static int32_t logit_q16(int32_t raw, uint32_t exp) {
 // -- state ----------------------------------------------------------------------------------------------------------
 void core_search_reset(core_search *s) {
     zero_bytes(s, sizeof *s);
-    s->considered = CORE_SEARCH_CONSIDERED;
+    core_search_set(s, 0, CORE_SEARCH_CONSIDERED);
     s->chosen = CORE_SEARCH_NONE;
 }
 
@@ -120,6 +124,21 @@ void core_search_set(core_search *s, uint32_t units, uint32_t considered) {
     if (considered < 1) considered = 1;
     if (considered > CORE_SEARCH_CONSIDERED_MAX) considered = CORE_SEARCH_CONSIDERED_MAX;
     s->considered = considered;
+    core_search_tune(s, CORE_SEARCH_C_SCALE * CORE_SEARCH_Q16, CORE_SEARCH_ROLLOUT_ROUNDS, CORE_SEARCH_W_QUEEN,
+                     CORE_SEARCH_W_LONGEST, CORE_SEARCH_W_TOTAL, CORE_SEARCH_MODE_DEFAULT);
+}
+
+void core_search_tune(core_search *s, uint32_t c_scale_q16, uint32_t rollout_rounds, uint32_t w_queen,
+                      uint32_t w_longest, uint32_t w_total, uint32_t mode) {
+    s->mode = mode & CORE_SEARCH_MODE_DEFAULT;
+    if (c_scale_q16 > 1u << 24) c_scale_q16 = 1u << 24;
+    if (rollout_rounds > CORE_SEARCH_ROLLOUT_MAX) rollout_rounds = CORE_SEARCH_ROLLOUT_MAX;
+    if (w_queen > 1024) w_queen = 1024;
+    if (w_longest > 1024) w_longest = 1024;
+    if (w_total > 1024) w_total = 1024;
+    if (!w_queen && !w_longest && !w_total) w_queen = w_longest = w_total = 1;
+    s->c_scale_q16 = c_scale_q16, s->rollout_rounds = rollout_rounds;
+    s->weight[0] = w_queen, s->weight[1] = w_longest, s->weight[2] = w_total;
 }
 
 // -- 1. the world model from the belief ---------------------------------------------------------------------------
@@ -303,6 +322,39 @@ static uint32_t safe_moves(const core_search *s, uint32_t h) {
     return mask;
 }
 
+// Steps from every cell to `target` over the world model's crossings (kelp closed; a crossing's way back is a
+// crossing too, portals included, so the search from the target gives the steps to it), 0xFFFF unreachable.
+static uint32_t route_to(core_search *s, uint32_t target, uint16_t *togo) {
+    uint32_t N = s->map.cells;
+    if (!take(s, 1 + N / U_ROUTE_CELLS)) return 0;
+    for (uint32_t c = 0; c < N; c++) togo[c] = 0xFFFF;
+    uint32_t head = 0, tail = 0;
+    togo[target] = 0, s->bfs[tail++] = (uint16_t)target;
+    while (head < tail) {
+        uint32_t c = s->bfs[head++];
+        for (uint32_t dir = 0; dir < 4; dir++) {
+            uint32_t k = 4 * c + dir;
+            if (s->map.xdir[k] == CORE_SIM_KELP) continue;
+            uint32_t t = s->map.xto[k];
+            if (togo[t] != 0xFFFF) continue;
+            togo[t] = (uint16_t)(togo[c] + 1), s->bfs[tail++] = (uint16_t)t;
+        }
+    }
+    return 1;
+}
+
+// Our dragon's move along its candidate's route: the safe move whose cell is fewest steps from the target (the
+// first direction of equals), or CORE_SEARCH_NONE when no safe move gets closer than the rest.
+static uint32_t follow_move(const core_search *s, uint32_t h, const uint16_t *togo) {
+    uint32_t safe = safe_moves(s, h), head = s->work.d[h].head, pick = CORE_SEARCH_NONE, best = 0xFFFF;
+    for (uint32_t dir = 0; dir < 4; dir++) {
+        if (!(safe >> dir & 1)) continue;
+        uint32_t t = togo[s->map.xto[4 * head + dir]];
+        if (t < best) best = t, pick = dir;
+    }
+    return best < togo[head] ? pick : CORE_SEARCH_NONE;
+}
+
 // The rollout policy: a distant dragon keeps its heading when that is safe; otherwise a uniform draw among the
 // moves that are not certainly fatal (any move when all are).
 static uint32_t rollout_move(const core_search *s, uint32_t h, uint64_t key, uint32_t sim_round, uint32_t self_head) {
@@ -325,7 +377,7 @@ static uint32_t leaf_value(const core_search *s) {
     uint32_t a[3], b[3];
     core_sim_scores(w, s->team, a);
     core_sim_scores(w, s->team ^ 1, b);
-    static const uint32_t weight[3] = {CORE_SEARCH_W_QUEEN, CORE_SEARCH_W_LONGEST, CORE_SEARCH_W_TOTAL};
+    const uint32_t *weight = s->weight;
     uint64_t sum = 0, wsum = 0;
     for (uint32_t i = 0; i < 3; i++) {
         uint64_t t = (uint64_t)a[i] + b[i];
@@ -379,9 +431,11 @@ static uint32_t simulate(core_search *s, const core_planes_dragon *d, core_searc
     uint8_t dirs[CORE_SPRINT_MAX];
     for (uint32_t i = 0; i < CORE_SPRINT_MAX; i++) dirs[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
     core_sim_turn(w, &s->map, me, kind, arg, dirs);
-    uint32_t depth = 0, in_tree = s->nodes[st->node].visits > 0, self_head = w->d[me].head;
+    uint32_t depth = 0, in_tree = (s->mode & CORE_SEARCH_MODE_TREE) && s->nodes[st->node].visits > 0;
+    uint32_t self_head = w->d[me].head, plan = (uint32_t)(st - s->stats), rounds_done = 0;
+    uint32_t follow = (s->mode & CORE_SEARCH_MODE_FOLLOW) && s->plan_rounds[plan] > 0;
     s->path[depth++] = st->node;
-    for (uint32_t r = 0; r <= CORE_SEARCH_ROLLOUT_ROUNDS && w->result == CORE_SIM_PLAYING; r++) {
+    for (uint32_t r = 0; r <= s->rollout_rounds && w->result == CORE_SIM_PLAYING; r++) {
         if (r > 0) {
             if (!take(s, 1 + s->map.n_spawns / U_SPAWNS)) return SIM_OUT_OF_UNITS;
             core_sim_begin_round(w, &s->map);
@@ -403,11 +457,15 @@ static uint32_t simulate(core_search *s, const core_planes_dragon *d, core_searc
                 } else if (!ch) {
                     s->flags |= CORE_SEARCH_ARENA_FULL;
                 }
-                if (ch && depth < CORE_SEARCH_ROLLOUT_ROUNDS + 3) s->path[depth++] = ch;
+                if (ch && depth < s->rollout_rounds + 3) s->path[depth++] = ch;
                 in_tree = ch && s->nodes[ch].visits > 0;
             } else {
-                dir = rollout_move(s, h, key, r, self_head);
+                dir = CORE_SEARCH_NONE;
+                if (mine && follow && rounds_done < s->plan_rounds[plan] && w->d[h].head != s->plan_target[plan])
+                    dir = follow_move(s, h, s->togo[plan]);
+                if (dir == CORE_SEARCH_NONE) dir = rollout_move(s, h, key, r, self_head);
             }
+            if (mine) rounds_done++;
             core_sim_turn(w, &s->map, h, LOONG_MOVE, dir, 0);
         }
         core_sim_end_round(w);
@@ -429,7 +487,7 @@ static int64_t rank_score(const core_search *s, const core_search_stat *st) {
     uint32_t maxn = 0;
     for (uint32_t i = 0; i < s->n_stats; i++)
         if (s->stats[i].visits > maxn) maxn = s->stats[i].visits;
-    int64_t sigma = st->visits ? (int64_t)(CORE_SEARCH_C_VISIT + maxn) * CORE_SEARCH_C_SCALE * st->value : 0;
+    int64_t sigma = st->visits ? ((int64_t)(CORE_SEARCH_C_VISIT + maxn) * s->c_scale_q16 * st->value) >> 16 : 0;
     return (int64_t)st->logit + sigma;
 }
 
@@ -441,24 +499,76 @@ static int before(const core_search *s, const core_search_stat *a, const core_se
 
 static uint32_t is_fatal(const uint8_t *rec) { return rec[14] & CORE_CF_FATAL; }
 
-// The root's entries: the `considered` scored candidates with the highest logits, the certainly fatal ones left out
-// while another exists. Returns how many.
-static uint32_t enter(core_search *s, const uint8_t *records, uint32_t n, const int32_t *scores, uint32_t exp) {
-    uint32_t other = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (scores[i] != INT32_MIN && !is_fatal(records + (uint64_t)CORE_CAND_RECORD * i)) other = 1;
-    if (!other) s->flags |= CORE_SEARCH_ONLY_FATAL;
+// Whether candidate rec is a proven loss on the world model: it certainly kills our dragon (CORE_CF_FATAL) and
+// kills nobody else in view. A head-on is no proven loss: a worker that takes the enemy queen with it decides the
+// round-limit comparison (queen length first), so it stays in the root for the rollouts to value. Played on the
+// state with the first simulation's sample (the head-on's other head is in view, or the flag would not be certain,
+// and a dragon in view is placed exactly).
+static uint32_t proven_loss(core_search *s, const core_planes_dragon *d, const uint8_t *rec) {
+    if (!(rec[14] & CORE_CF_FATAL)) return 0;
+    if (!take(s, 1 + s->map.cells / CORE_SEARCH_COPY_CELLS + U_TURN)) return 1;  // no units to look: keep it out
+    core_sim_copy(&s->work, &s->base, &s->map);
+    if (place_sample(s, d, sample_key(s->seed, s->round, 0)) == CORE_SEARCH_NONE) return 1;
+    core_sim *w = &s->work;
+    core_sim_begin_round(w, &s->map);
+    uint32_t cursor = 0;
+    while (cursor < w->n_queue && w->queue_id[cursor] != s->self_id) cursor++;
+    w->cursor = cursor;
+    if (core_sim_next(w) != s->self_handle) return 1;
+    uint32_t kind = rec[0], arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
+    uint8_t dirs[CORE_SPRINT_MAX];
+    for (uint32_t i = 0; i < CORE_SPRINT_MAX; i++) dirs[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
+    uint32_t out = core_sim_turn(w, &s->map, s->self_handle, kind, arg, dirs);
+    if (!(out & CORE_SIM_KILLED) || w->other == CORE_SIM_NONE) return 1;
+    // a head-on only with a head in view this round (a sampled hidden head is no certainty)
+    const core_world *wd = &d->world;
+    uint32_t c = w->d[w->other].head;
+    if (c >= s->map.cells) return 1;
+    const core_cell *q = &wd->cells[c];
+    uint32_t head = q->occupant == CORE_OCC_ALLY_HEAD || q->occupant == CORE_OCC_ENEMY_HEAD;
+    return !(head && q->dragon == w->d[w->other].id && q->round[CORE_G_OCCUPANT] == wd->round &&
+             q->source[CORE_G_OCCUPANT] == CORE_SRC_SIGHT);
+}
+
+// The root's entries: the `considered` scored candidates with the highest logits (the first of equals first), the
+// proven losses (proven_loss; with no world model, every certainly fatal one) left out while another exists.
+// Returns how many.
+static uint32_t enter(core_search *s, const core_planes_dragon *d, const uint8_t *records, uint32_t n,
+                      const int32_t *scores, uint32_t exp, uint32_t model) {
     s->n_stats = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (scores[i] == INT32_MIN || (other && is_fatal(records + (uint64_t)CORE_CAND_RECORD * i))) continue;
-        core_search_stat st = {.candidate = i, .logit = logit_q16(scores[i], exp)};
-        uint32_t at = s->n_stats;  // insertion by logit, the first of equals first
-        if (at == s->considered && st.logit <= s->stats[at - 1].logit) continue;
-        if (at == s->considered) at--;
-        else s->n_stats++;
-        while (at > 0 && st.logit > s->stats[at - 1].logit) s->stats[at] = s->stats[at - 1], at--;
-        s->stats[at] = st;
+    uint32_t tested = 0, lost = 0, first_lost = CORE_SEARCH_NONE;
+    uint32_t last = CORE_SEARCH_NONE;  // the previous pick: candidates are taken in (logit desc, index asc) order
+    int32_t last_logit = INT32_MAX;
+    while (s->n_stats < s->considered) {
+        uint32_t pick = CORE_SEARCH_NONE;
+        int32_t best = INT32_MIN;
+        for (uint32_t i = 0; i < n; i++) {  // the next candidate in order after `last`
+            if (scores[i] == INT32_MIN) continue;
+            int32_t l = logit_q16(scores[i], exp);
+            if (l > last_logit || (l == last_logit && last != CORE_SEARCH_NONE && i <= last)) continue;
+            if (pick == CORE_SEARCH_NONE || l > best) best = l, pick = i;
+        }
+        if (pick == CORE_SEARCH_NONE) break;
+        last = pick, last_logit = best;
+        const uint8_t *rec = records + (uint64_t)CORE_CAND_RECORD * pick;
+        if (rec[14] & CORE_CF_FATAL) {
+            // every certainly fatal candidate past CORE_SEARCH_CONSIDERED_MAX tests counts as a proven loss
+            uint32_t loss = !model || tested >= CORE_SEARCH_CONSIDERED_MAX || proven_loss(s, d, rec);
+            tested++;
+            if (loss) {
+                if (first_lost == CORE_SEARCH_NONE) first_lost = pick;
+                lost++;
+                continue;
+            }
+        }
+        s->stats[s->n_stats++] = (core_search_stat){.candidate = pick, .logit = best};
     }
+    if (s->n_stats == 0 && first_lost != CORE_SEARCH_NONE) {  // nothing but proven losses: the likeliest of them
+        s->flags |= CORE_SEARCH_ONLY_FATAL;
+        s->stats[s->n_stats++] = (core_search_stat){.candidate = first_lost,
+                                                    .logit = logit_q16(scores[first_lost], exp)};
+    }
+    (void)lost;
     return s->n_stats;
 }
 
@@ -469,9 +579,10 @@ uint32_t core_search_run(core_search *s, const core_planes_dragon *d, const uint
     s->chosen = CORE_SEARCH_NONE, s->units = 0, s->simulations = 0, s->placed = s->dropped = 0, s->flags = 0;
     s->phases = 0, s->max_sim_units = 0, s->n_stats = 0, s->n_nodes = 1, s->seed = seed;
     if (!s->units_limit || n == 0) return CORE_SEARCH_NONE;
-    uint32_t m = enter(s, records, n, scores, score_exp);
+    uint32_t model = build_model(s, d, obs);
+    uint32_t m = enter(s, d, records, n, scores, score_exp, model);
     if (m == 0) return CORE_SEARCH_NONE;
-    if (m == 1 || !build_model(s, d, obs)) {  // nothing to compare, or no units for the model: the best logit
+    if (m == 1 || !model) {  // nothing to compare, or no units for the model: the best logit
         s->chosen = s->stats[0].candidate;
         if (m > 1) s->flags |= CORE_SEARCH_BUDGET_STOP;
         return s->chosen;
@@ -479,6 +590,15 @@ uint32_t core_search_run(core_search *s, const core_planes_dragon *d, const uint
     for (uint32_t i = 0; i < m; i++) {
         s->stats[i].node = s->n_nodes++;
         zero_bytes(&s->nodes[s->stats[i].node], sizeof s->nodes[0]);
+        s->plan_rounds[i] = 0, s->plan_target[i] = CORE_SEARCH_NONE;
+        if (!(s->mode & CORE_SEARCH_MODE_FOLLOW)) continue;
+        const uint8_t *rec = records + (uint64_t)CORE_CAND_RECORD * s->stats[i].candidate;
+        uint32_t target = (uint32_t)rec[4] | (uint32_t)rec[5] << 8, route = (uint32_t)rec[10] | (uint32_t)rec[11] << 8;
+        uint32_t steps = rec[0] == LOONG_SPRINT ? ((uint32_t)rec[2] | (uint32_t)rec[3] << 8) : 1;
+        // a route beyond the first action's own steps (a harvest's pearl farther than its first move or sprint)
+        if (rec[0] == LOONG_SPLIT || target >= s->map.cells || route <= steps) continue;
+        if (!route_to(s, target, s->togo[i])) break;
+        s->plan_target[i] = target, s->plan_rounds[i] = route - steps + CORE_ROUTE_SLACK;
     }
     s->flags |= CORE_SEARCH_RAN;
     uint32_t left[CORE_SEARCH_CONSIDERED_MAX], n_left = m, phases = 0, j = 0, stop = 0;

@@ -12,7 +12,7 @@
 //      exists;
 //   4. a simulation: our candidate's action, the rest of the round and CORE_SEARCH_ROLLOUT_ROUNDS more with the
 //      rollout policy (uniform among the moves the rules do not make fatal; distant dragons keep their heading),
-//      valued by the result or the standing (queen, longest, total shares weighted 8, 1, 1), Q16;
+//      valued by the result or the standing (queen, longest, total shares, equal weights: measured), Q16;
 //   5. below the root, a tree of our own later moves (IS-MCTS: nodes are our action history, every other dragon and
 //      the hidden state sampled), PUCT with uniform priors over the moves not fatal in the sample, one expansion a
 //      simulation, in a fixed node arena.
@@ -38,13 +38,14 @@ enum {
     CORE_SEARCH_RESERVE_POINTS = 12000000,  // the clock guard: stop when fewer points are left (wasm build)
     CORE_SEARCH_CONSIDERED = 4,      // Gumbel top-m (the teacher's measured best; a placeholder)
     CORE_SEARCH_CONSIDERED_MAX = 16,
+    CORE_SEARCH_ROLLOUT_MAX = 32,    // core_search_tune's rollout rounds at most (the path's size)
     CORE_SEARCH_ROLLOUT_ROUNDS = 10, // rounds after the current one (the teacher: 10 as strong as 20; placeholder)
     CORE_SEARCH_NEAR = 7,            // torus distance from our head beyond which a dragon keeps its heading
     CORE_SEARCH_C_VISIT = 50,        // Gumbel MuZero's sigma: (C_VISIT + max visits) * C_SCALE * q
     CORE_SEARCH_C_SCALE = 1,
     CORE_SEARCH_PUCT_NUM = 5,        // PUCT c = 5 / 4 = 1.25
     CORE_SEARCH_PUCT_DEN = 4,
-    CORE_SEARCH_W_QUEEN = 8,         // the standing's weights (the teacher's measured best)
+    CORE_SEARCH_W_QUEEN = 1,         // the standing's weights: equal, measured against 8, 1, 1 (docs, "Tuning")
     CORE_SEARCH_W_LONGEST = 1,
     CORE_SEARCH_W_TOTAL = 1,
     CORE_SEARCH_NODES = 1 << 14,     // the tree's arena (nodes <= considered + simulations of a turn; see the doc)
@@ -53,12 +54,20 @@ enum {
     CORE_SEARCH_Q16 = 65536,
 };
 
+// core_search.mode: what a simulation does beyond the rollout policy (compared at equal cost, docs "Tuning").
+enum {
+    CORE_SEARCH_MODE_FOLLOW = 1,  // our dragon follows its root candidate's route to its target in the rollout
+                                  // (the candidate's intention: the route length plus CORE_ROUTE_SLACK rounds)
+    CORE_SEARCH_MODE_TREE = 2,    // our later moves by PUCT in the tree below the root while the simulation is in it
+    CORE_SEARCH_MODE_DEFAULT = CORE_SEARCH_MODE_FOLLOW | CORE_SEARCH_MODE_TREE,
+};
+
 // Bits of core_search.flags (the last run).
 enum {
     CORE_SEARCH_RAN = 1,         // simulations ran (0: off, or nothing to choose between)
     CORE_SEARCH_GUARD_STOP = 2,  // the judge's clock stopped the search (should never happen)
     CORE_SEARCH_BUDGET_STOP = 4, // a simulation did not fit the units left (aborted, not counted)
-    CORE_SEARCH_ONLY_FATAL = 8,  // every candidate was certainly fatal
+    CORE_SEARCH_ONLY_FATAL = 8,  // every candidate was a proven loss (certainly fatal, killing nobody else)
     CORE_SEARCH_ARENA_FULL = 16, // the node arena filled: later simulations did not expand
 };
 
@@ -113,7 +122,7 @@ typedef struct {
     core_search_stat stats[CORE_SEARCH_CONSIDERED_MAX];
     uint32_t n_nodes;
     core_search_node nodes[CORE_SEARCH_NODES];
-    uint32_t path[CORE_SEARCH_ROLLOUT_ROUNDS + 4];
+    uint32_t path[CORE_SEARCH_ROLLOUT_MAX + 4];
     // the last run
     uint64_t seed;
     uint32_t chosen;        // the chosen candidate (CORE_SEARCH_NONE: the search did not choose)
@@ -124,6 +133,14 @@ typedef struct {
     uint32_t phases;        // halving phases run
     uint32_t max_sim_units; // the dearest simulation's units
     uint64_t rng;           // scratch: the current sample's generator
+    // the tunable constants (core_search_set gives them their defaults; core_search_tune, for equal-cost
+    // comparisons of the native build): C_SCALE in Q16, rollout rounds, the standing's weights
+    uint32_t c_scale_q16, rollout_rounds, weight[3];
+    uint32_t mode;          // CORE_SEARCH_MODE_* bits
+    // each considered candidate's route (mode FOLLOW): steps from every cell to its target, and the rounds it holds
+    uint32_t plan_target[CORE_SEARCH_CONSIDERED_MAX], plan_rounds[CORE_SEARCH_CONSIDERED_MAX];
+    uint16_t togo[CORE_SEARCH_CONSIDERED_MAX][CORE_MAX_CELLS];
+    uint16_t bfs[CORE_MAX_CELLS];
 } core_search;
 
 // Every byte of *s; units 0 (off), considered CORE_SEARCH_CONSIDERED.
@@ -131,6 +148,12 @@ void core_search_reset(core_search *s);
 uint32_t core_search_size(void);
 // The settings: units a turn (0: off) and the candidates the root considers (1..CORE_SEARCH_CONSIDERED_MAX).
 void core_search_set(core_search *s, uint32_t units, uint32_t considered);
+// The constants compared at equal cost (docs/expert-core-search.md, "Tuning"): C_SCALE in Q16 (65536 = 1), rollout
+// rounds (0..CORE_SEARCH_ROLLOUT_MAX), the standing's weights (queen, longest, total; not all 0), the mode bits
+// (CORE_SEARCH_MODE_*). Values out of range
+// are clamped. The judged build keeps the defaults core_search_set gives.
+void core_search_tune(core_search *s, uint32_t c_scale_q16, uint32_t rollout_rounds, uint32_t w_queen,
+                      uint32_t w_longest, uint32_t w_total, uint32_t mode);
 // One turn's search for the dragon whose belief is d, after it accepted obs (len bytes): over the n candidate
 // records (candidates.h), scores[i] the network's raw score (real = raw * 2^-score_exp; INT32_MIN: no score, never
 // considered). seed: the bot's. Returns the chosen candidate, or CORE_SEARCH_NONE when the search is off or did not

@@ -89,10 +89,12 @@ def test_the_match_covers_every_size_band_and_symmetry_with_the_benchmark_maps()
                                             maps, strict=True)} == {(lo, s) for lo, _ in op.BANDS
                                                                     for s in ("lr", "tb", "rot")}
     assert len(bands) == len(op.BANDS)
-    # the maps every strength bar has been measured on (benchmarks/expert_h_match.py imports band_map): pinned
+    # the maps every strength bar is measured on (benchmarks/expert_h_match.py imports band_map): pinned, and both
+    # games of a pair (sides swapped) on one map
     assert [op.band_map(g, 3).name for g in (0, 1, 7, 35, 100)] == [
-        "gen:25x25:lr:seed=3000", "gen:26x26:lr:seed=3000", "gen:48x48:lr:seed=3003", "gen:62x62:rot:seed=3017",
-        "gen:37x37:rot:seed=3050"]
+        "gen:25x25:lr:seed=3000", "gen:25x25:lr:seed=3000", "gen:44x44:lr:seed=3003", "gen:60x60:rot:seed=3017",
+        "gen:43x43:rot:seed=3050"]
+    assert all(op.band_map(2 * p, 5).name == op.band_map(2 * p + 1, 5).name for p in range(40))
 
 
 def test_a_costlier_contender_plays_at_the_current_builds_budget(builds):

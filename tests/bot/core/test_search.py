@@ -1,9 +1,9 @@
 """The bot's search (bot/core/search.c in expert-0's turn; docs/expert-core-search.md): with the search off expert-0
-plays the network's top candidate as before; the searching build decides alike natively and in wasm; a certainly
-fatal candidate is never chosen while another exists; a network pick that walks into a dead end is replaced by a safe
-move; the units never pass the limit; decisions repeat for a seed; samples respect the filters (a head in view is
-placed exactly, an unseen one never in the window); the judged searching bot stays under 100M points a turn on
-64 x 64."""
+plays the network's top candidate as before; the searching build decides alike natively and in wasm; a proven
+loss (certainly fatal, killing nobody else) is never chosen while another candidate exists, a head-on may be; a
+network pick that walks into a dead end is replaced by a safe move; the units never pass the limit; decisions repeat
+for a seed; samples respect the filters (a head in view is placed exactly, an unseen one never in the window); the
+judged searching bot stays under 100M points a turn on 64 x 64."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from games.loong.bots import play_game
 from games.loong.engine import Game
 from games.loong.foil import foil_bot
 from games.loong.mapgen import generate_map
-from games.loong.maps import LoongMap
+from games.loong.maps import KELP, LoongMap
 from games.loong.observation import encode, observe
 
 from .test_expert0 import SECRET, _model
@@ -201,11 +201,31 @@ def test_bad_search_settings_are_refused_in_one_line(net, native_cache):
 
 
 # -- the root ----------------------------------------------------------------------------------------------------------
-def test_a_certainly_fatal_candidate_is_never_chosen_while_another_exists(recorded, harness_lib):
-    searched = only_fatal = 0
-    for _, _, t in _turns(recorded, games=4, dragons=2):
+def _kills_another(m: LoongMap, t, k: int, me: int, rec: np.ndarray) -> bool:
+    """Whether candidate record ``rec`` of dragon ``me`` at its k-th observation ends in a head-on on the true state:
+    its steps from the head meet another dragon's head before kelp or any other segment."""
+    cell = t.dragons[k][me][0][0]
+    steps = [int(rec[2])] if rec[0] == 0 else [int(rec[20 + i // 4]) >> (2 * (i % 4)) & 3
+                                               for i in range(int(rec[2]) | int(rec[3]) << 8)]
+    occ, heads = t.occ[k], t.heads[k]
+    for d in steps:
+        side = 4 * cell + d
+        if m.t_kind[side] == KELP:
+            return False
+        cell = m.t_cell[side]
+        if occ[cell] != -1 and occ[cell] != me:
+            return bool(heads[cell])
+    return False
+
+
+def test_a_proven_loss_is_never_chosen_while_another_candidate_exists(recorded, harness_lib):
+    """A certainly fatal candidate that kills nobody else (kelp, a body) never enters the root while another
+    candidate does; a certainly fatal head-on (a worker taking an enemy head with it: a queen strike) may enter, and
+    the rollouts value it."""
+    searched = only_fatal = head_ons = 0
+    for m, i, t in _turns(recorded, games=6, dragons=4):
         h = Harness(harness_lib, SMALL)
-        for obs in t.obs:
+        for k, obs in enumerate(t.obs):
             assert h.turn(obs) == 0
             recs, sc = h.records(), h.scores()
             fatal = (recs[:, 14] & FATAL).astype(bool)
@@ -213,13 +233,16 @@ def test_a_certainly_fatal_candidate_is_never_chosen_while_another_exists(record
             sc[:h.count] = np.where(scored, np.where(fatal, 5000, sc[:h.count]), INT32_MIN)  # fatal ones on top
             chosen, s, stats = h.search()
             if (scored & ~fatal).any():
-                assert chosen >= 0 and not fatal[chosen]
-                assert all(not fatal[c[0]] for c in stats)
+                assert chosen >= 0
+                for c in [chosen, *(c[0] for c in stats)]:
+                    if fatal[c]:  # only a head-on on the truth may be in the root
+                        assert _kills_another(m, t, k, i, recs[c]), (k, c)
+                        head_ons += 1
                 searched += s["simulations"] > 0
             elif scored.any():
-                assert s["flags"] & ONLY_FATAL and chosen >= 0
-                only_fatal += 1
-    assert searched > 100
+                assert chosen >= 0
+                only_fatal += bool(s["flags"] & ONLY_FATAL)
+    assert searched > 100 and head_ons > 0  # both rules ran: proven losses out, head-ons in
 
 
 def _pocket_position() -> tuple[Game, LoongMap]:
