@@ -194,7 +194,7 @@ class SearchTune:
     "Tuning"): C_SCALE, the candidates the root considers, rollout rounds, the standing's weights. The defaults are
     the judged build's (search.h)."""
 
-    c_scale: float = 1.0
+    c_scale: float = 3.0
     considered: int = 4
     rollout_rounds: int = 10
     weights: tuple[int, int, int] = (1, 1, 1)
