@@ -407,6 +407,24 @@ static uint32_t puct(const core_search *s, uint32_t at, uint32_t avail) {
     return pick;
 }
 
+// The work state's round begun at our turn (lower ids acted already this round); 0 if we are not its next actor.
+static uint32_t our_turn_begins(core_search *s) {
+    core_sim *w = &s->work;
+    core_sim_begin_round(w, &s->map);
+    uint32_t cursor = 0;
+    while (cursor < w->n_queue && w->queue_id[cursor] != s->self_id) cursor++;
+    w->cursor = cursor;
+    return core_sim_next(w) == s->self_handle;
+}
+
+// Our turn: candidate record rec's action (a sprint's directions 2 bits each from byte 20); core_sim_turn's bits.
+static uint32_t play_record(core_search *s, const uint8_t *rec) {
+    uint32_t kind = rec[0], arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
+    uint8_t dirs[CORE_SPRINT_MAX];
+    for (uint32_t i = 0; i < CORE_SPRINT_MAX; i++) dirs[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
+    return core_sim_turn(&s->work, &s->map, s->self_handle, kind, arg, dirs);
+}
+
 enum { SIM_OK = 0, SIM_OUT_OF_UNITS = 1, SIM_FAILED = 2 };
 
 // One simulation of root candidate st with sample j: our candidate's action, the rest of this round and
@@ -421,16 +439,10 @@ static uint32_t simulate(core_search *s, const core_planes_dragon *d, core_searc
     if (place_sample(s, d, key) == CORE_SEARCH_NONE) return SIM_OUT_OF_UNITS;
     if (!take(s, 1 + s->map.n_spawns / U_SPAWNS)) return SIM_OUT_OF_UNITS;
     core_sim *w = &s->work;
-    core_sim_begin_round(w, &s->map);
-    uint32_t me = s->self_handle, cursor = 0;
-    while (cursor < w->n_queue && w->queue_id[cursor] != s->self_id) cursor++;
-    w->cursor = cursor;  // lower ids acted already this round
-    if (core_sim_next(w) != me) return SIM_FAILED;
+    uint32_t me = s->self_handle;
+    if (!our_turn_begins(s)) return SIM_FAILED;
     if (!take(s, U_TURN)) return SIM_OUT_OF_UNITS;
-    uint32_t kind = rec[0], arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
-    uint8_t dirs[CORE_SPRINT_MAX];
-    for (uint32_t i = 0; i < CORE_SPRINT_MAX; i++) dirs[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
-    core_sim_turn(w, &s->map, me, kind, arg, dirs);
+    play_record(s, rec);
     uint32_t depth = 0, in_tree = (s->mode & CORE_SEARCH_MODE_TREE) && s->nodes[st->node].visits > 0;
     uint32_t self_head = w->d[me].head, plan = (uint32_t)(st - s->stats), rounds_done = 0;
     uint32_t follow = (s->mode & CORE_SEARCH_MODE_FOLLOW) && s->plan_rounds[plan] > 0;
@@ -510,15 +522,8 @@ static uint32_t proven_loss(core_search *s, const core_planes_dragon *d, const u
     core_sim_copy(&s->work, &s->base, &s->map);
     if (place_sample(s, d, sample_key(s->seed, s->round, 0)) == CORE_SEARCH_NONE) return 1;
     core_sim *w = &s->work;
-    core_sim_begin_round(w, &s->map);
-    uint32_t cursor = 0;
-    while (cursor < w->n_queue && w->queue_id[cursor] != s->self_id) cursor++;
-    w->cursor = cursor;
-    if (core_sim_next(w) != s->self_handle) return 1;
-    uint32_t kind = rec[0], arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
-    uint8_t dirs[CORE_SPRINT_MAX];
-    for (uint32_t i = 0; i < CORE_SPRINT_MAX; i++) dirs[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
-    uint32_t out = core_sim_turn(w, &s->map, s->self_handle, kind, arg, dirs);
+    if (!our_turn_begins(s)) return 1;
+    uint32_t out = play_record(s, rec);
     if (!(out & CORE_SIM_KILLED) || w->other == CORE_SIM_NONE) return 1;
     // a head-on only with a head in view this round (a sampled hidden head is no certainty)
     const core_world *wd = &d->world;
