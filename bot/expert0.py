@@ -212,10 +212,9 @@ class SearchTune:
         if self.mode not in range(4):
             raise ValueError(f"search tune: mode must be in 0..3, got {self.mode!r}")
 
-    def apply(self, lib: ctypes.CDLL, search) -> None:
-        head = (ctypes.c_uint32 * len(SEARCH_SUMMARY))()
-        lib.core_search_summary(search, head)
-        lib.core_search_set(search, head[SEARCH_SUMMARY.index("limit")], self.considered)
+    def apply(self, lib: ctypes.CDLL, search, units: int) -> None:
+        """Set these constants on one dragon's search (``search``: its core_search) of ``units`` a turn."""
+        lib.core_search_set(search, units, self.considered)
         lib.core_search_tune(search, round(self.c_scale * 65536), self.rollout_rounds, *self.weights, self.mode)
 
 
@@ -235,7 +234,7 @@ class Expert0:
         self.last_code = 0
         lib.expert0_init_search(self._addr, seed, int(use_cache), _check_units(search_units))
         if tune is not None:
-            tune.apply(lib, lib.expert0_search(self._addr))
+            tune.apply(lib, lib.expert0_search(self._addr), search_units)
 
     def reply_bytes(self, data: bytes) -> tuple[bytes, bytes]:
         """One turn on encoded observation bytes: (the 40 reply bytes, the sprint's directions)."""

@@ -144,28 +144,34 @@ class SearchMatch:
 class _Watched:
     """A factory whose bots' searches are tallied after each turn (the native Expert0's ``search()``)."""
 
+    name = "expert-0-search"
+
     def __init__(self, factory) -> None:
-        self.factory, self.name = factory, "expert-0-search"
+        self.factory = factory
         self.searched = self.simulations = self.changed = self.guard_stops = 0
 
-    def __call__(self, dragon_id: int, team: int, seed: int):
-        bot = self.factory(dragon_id, team, seed)
-        watch = self
+    def __call__(self, dragon_id: int, team: int, seed: int) -> _WatchedBot:
+        return _WatchedBot(self.factory(dragon_id, team, seed), self)
 
-        class Bot:
-            name = "expert-0-search"
 
-            def act(self, obs):
-                out = bot.act(obs)
-                s = bot.search()
-                if s.flags & 1:  # CORE_SEARCH_RAN
-                    watch.searched += 1
-                    watch.simulations += s.simulations
-                    watch.changed += int(s.chosen != s.network_pick)
-                watch.guard_stops += int(bool(s.flags & 2))
-                return out
+class _WatchedBot:
+    """One dragon's searching bot, its search after each turn added to its factory's tally."""
 
-        return Bot()
+    name = "expert-0-search"
+
+    def __init__(self, bot, tally: _Watched) -> None:
+        self.bot, self.tally = bot, tally
+
+    def act(self, obs):
+        out = self.bot.act(obs)
+        s, t = self.bot.search(), self.tally
+        flags = s.flag_names()
+        if "ran" in flags:
+            t.searched += 1
+            t.simulations += s.simulations
+            t.changed += int(s.chosen != s.network_pick)
+        t.guard_stops += int("guard_stop" in flags)
+        return out
 
 
 def _opponent(name: str, net_path: str, digest: str):

@@ -74,6 +74,17 @@ typedef struct {
 //   6 u16 end cell, 8 u8 first move, 9 u8 final heading, 10 u16 route length, 12 u8 survival depth, 13 u8 room,
 //   14 u8 flags, 15 u8 0, 16 u32 survival units spent, 20 16 x u8 sprint directions (2 bits each), 36 12 x u8 0
 
+// The action record rec stands for: its kind (CORE_KIND_*), arg, and a sprint's arg directions into steps (at most
+// CORE_SPRINT_MAX; nothing written for a move or a split). The route controller's reply, the complete action expert-0
+// stands before its search, and the search's own turn all read a record through this.
+static inline uint32_t core_cand_action(const uint8_t *rec, uint32_t *arg, uint8_t *steps) {
+    *arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
+    if (rec[0] == CORE_KIND_SPRINT)
+        for (uint32_t i = 0; i < *arg && i < CORE_SPRINT_MAX; i++)
+            steps[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
+    return rec[0];
+}
+
 // Breadth-first distances from cell src over the remembered map (mode CORE_DIST_KNOWN: only crossings of seen
 // sides; CORE_DIST_OPEN: a side nobody saw is open onto its torus neighbour). dist[c] = steps or CORE_DIST_NONE,
 // first[c] = the first move of a shortest route (CORE_NO_DIR for src and the unreachable). Stops once `target`

@@ -34,11 +34,8 @@ void expert0_init_search(expert0 *e, uint64_t seed, uint32_t use_cache, uint32_t
 // The action record rec stands for, straight into the reply (no route state touched): the complete action that
 // stands before the search runs.
 static void ready(const uint8_t *c, loong_reply *r, uint8_t *steps) {
-    uint32_t arg = (uint32_t)c[2] | (uint32_t)c[3] << 8;
-    r->kind = c[0], r->arg = (uint16_t)arg;
-    if (c[0] == CORE_KIND_SPRINT)
-        for (uint32_t i = 0; i < arg && i < CORE_SPRINT_MAX; i++)
-            steps[i] = (uint8_t)(c[20 + i / 4] >> (2 * (i % 4)) & 3);
+    uint32_t arg;
+    r->kind = (uint8_t)core_cand_action(c, &arg, steps), r->arg = (uint16_t)arg;
 }
 
 static const uint8_t *rec(const expert0 *e, uint32_t i) { return e->in.records + (uint64_t)CORE_CAND_RECORD * i; }

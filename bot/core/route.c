@@ -38,11 +38,8 @@ void core_route_commit(core_route *r, uint32_t option, const uint8_t *rec, uint3
 }
 
 void core_route_reply(core_route *r, const uint8_t *rec, uint32_t round, loong_reply *reply, uint8_t *steps) {
-    uint32_t arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
-    reply->kind = rec[0], reply->arg = (uint16_t)arg;
-    if (rec[0] == CORE_KIND_SPRINT)
-        for (uint32_t i = 0; i < arg && i < CORE_SPRINT_MAX; i++)
-            steps[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
+    uint32_t arg;
+    reply->kind = (uint8_t)core_cand_action(rec, &arg, steps), reply->arg = (uint16_t)arg;
     uint32_t target = r->target == CORE_NO_CELL ? ((uint32_t)rec[6] | (uint32_t)rec[7] << 8) : r->target;
     uint32_t expiry = r->option == CORE_OPT_HARVEST ? r->expiry : round;
     r->intent_target = target, r->intent_expiry = expiry;

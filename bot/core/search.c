@@ -417,11 +417,11 @@ static uint32_t our_turn_begins(core_search *s) {
     return core_sim_next(w) == s->self_handle;
 }
 
-// Our turn: candidate record rec's action (a sprint's directions 2 bits each from byte 20); core_sim_turn's bits.
+// Our turn: candidate record rec's action (core_cand_action); core_sim_turn's bits.
 static uint32_t play_record(core_search *s, const uint8_t *rec) {
-    uint32_t kind = rec[0], arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
+    uint32_t arg;
     uint8_t dirs[CORE_SPRINT_MAX];
-    for (uint32_t i = 0; i < CORE_SPRINT_MAX; i++) dirs[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
+    uint32_t kind = core_cand_action(rec, &arg, dirs);
     return core_sim_turn(&s->work, &s->map, s->self_handle, kind, arg, dirs);
 }
 
@@ -541,7 +541,7 @@ static uint32_t proven_loss(core_search *s, const core_planes_dragon *d, const u
 static uint32_t enter(core_search *s, const core_planes_dragon *d, const uint8_t *records, uint32_t n,
                       const int32_t *scores, uint32_t exp, uint32_t model) {
     s->n_stats = 0;
-    uint32_t tested = 0, lost = 0, first_lost = CORE_SEARCH_NONE;
+    uint32_t tested = 0, first_lost = CORE_SEARCH_NONE;
     uint32_t last = CORE_SEARCH_NONE;  // the previous pick: candidates are taken in (logit desc, index asc) order
     int32_t last_logit = INT32_MAX;
     while (s->n_stats < s->considered) {
@@ -562,7 +562,6 @@ static uint32_t enter(core_search *s, const core_planes_dragon *d, const uint8_t
             tested++;
             if (loss) {
                 if (first_lost == CORE_SEARCH_NONE) first_lost = pick;
-                lost++;
                 continue;
             }
         }
@@ -573,7 +572,6 @@ static uint32_t enter(core_search *s, const core_planes_dragon *d, const uint8_t
         s->stats[s->n_stats++] = (core_search_stat){.candidate = first_lost,
                                                     .logit = logit_q16(scores[first_lost], exp)};
     }
-    (void)lost;
     return s->n_stats;
 }
 
