@@ -14,6 +14,7 @@ resolved by ``ops/cli_bot.py`` from ``ops.store``; bot/ never imports ops)::
                           created, abi_version}
     <id>/module-<engine tag>.cwasm   wasmtime's compiled code for one judge configuration (written by
                           ``register`` and ``factory``), so a league compiles each build once, not per process
+    <id>/<extra file>    files a builder adds beside the module once (``add_file``; e.g. expert-0's network)
     names/<name>         the id a name points at (the latest registration under that name)
 
 The id is the first 24 hex digits of the wasm's sha256, so the same bytes always get the same id
@@ -126,6 +127,32 @@ def register(root: Path, wasm: bytes | Path, *, name: str | None = None, network
         judge = default_judge()
         judge.load(data, compiled=b.compiled_path(judge))
     return b
+
+
+_RESERVED = ("module.wasm", "build.json")
+
+
+def add_file(b: Build, filename: str, write) -> bool:
+    """Put ``filename`` into the build's folder once: ``write(path)`` fills a temporary file that is linked into
+    place only where no such file is yet (atomic: readers see no file or the whole one; one already there is kept).
+    True when this call added it."""
+    if not _NAME.match(filename) or filename.startswith(".") or filename in _RESERVED \
+            or filename.startswith("module-"):
+        raise BuildError(f"build {b.id}: {filename!r} is not a name for an extra file")
+    target = b.path / filename
+    if target.exists():
+        return False
+    tmp = Path(tempfile.mkdtemp(dir=b.path, prefix=f".{filename}."))
+    try:
+        write(tmp / filename)
+        os.link(tmp / filename, target)
+        return True
+    except FileExistsError:  # added meanwhile by another builder: keep theirs
+        return False
+    finally:
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
 
 
 def read_wasm_file(path: str | Path, module_limit: int = MODULE_LIMIT) -> bytes:

@@ -8,27 +8,34 @@ docs/expert-core-search.md).
     factory = expert0_factory(net)                  # native: Expert0 per dragon, the same C turn (bot/core/expert0.c)
     factory = expert0_factory(net, search_units=SEARCH_UNITS)   # native, searching with the judge build's budget
     play_game(m, factory, foil_bot, seed)
+    inputs = bot.begin(obs); action, sonar = bot.finish(value, scores)   # the turn split at the network (batched)
+    player = network_player(root, "expert-0")       # a build's native twin (its network.npz, search units, secret)
 
 The same C function ``expert0_turn`` decides in both builds: the wasm build through the judge's ABI, the native one
 through ctypes. Its inputs come from bot/core/inputs.h, the function the replay dataset records with, so the bot
 reads exactly the bytes the network was trained on. The sonar key is the team secret given as two -D words
-(``bot.expert_h.secret_flags``), never a file in git.
+(``bot.expert_h.secret_flags``), never a file in git. A registered build carries its integer network
+(``<build>/network.npz``) and a record of what its native twin needs (``<build>/expert0.json``: the search units,
+a sha256 of the secret, never the secret).
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from bot.abi import REPLY_SIZE, parse_reply
+from bot.builds import Build
 from bot.expert_h import SPRINT_MAX, secret_flags
-from bot.int8_expert import Int8ExpertNet, digest
+from bot.int8_expert import Int8ExpertNet, digest, save
 from bot.native import CORE_DIR, load_native
 from games.loong.actions import Action, Sonar
 from games.loong.observation import Observation, encode
@@ -48,6 +55,10 @@ SEARCH_FLAGS = ("-DEXPERT0_SEARCH", "-DCORE_SEARCH_CLOCK")  # the searching wasm
 SEARCH_SUMMARY = ("chosen", "units", "simulations", "placed", "dropped", "flags", "phases", "considered", "nodes",
                   "limit", "max_sim_units")
 SEARCH_FLAG_NAMES = {1: "ran", 2: "guard_stop", 4: "budget_stop", 8: "only_fatal", 16: "arena_full"}
+NETWORK_FILE = "network.npz"  # in a registered build's folder: its integer network (bot.int8_expert.save)
+TWIN_FILE = "expert0.json"    # beside it: what the native twin needs to decide as the build does
+TWIN_FORMAT = "expert-0-twin/1"
+INT32_MIN = -(2**31)
 
 
 def _search_constant(name: str) -> int:
@@ -75,6 +86,22 @@ def search_flags(search: bool, search_units: int | None = None) -> tuple[str, ..
     if not isinstance(search_units, int) or isinstance(search_units, bool) or not 1 <= search_units < 2**32:
         raise ValueError(f"expert-0: search_units must be an int in 1..2^32-1, got {search_units!r}")
     return (*SEARCH_FLAGS, f"-DEXPERT0_SEARCH_UNITS={search_units}u")
+
+
+def _resolve_secret(secret: int | None) -> int:
+    """The secret a build compiles with: ``secret``, or (None) ``bot.team_keys.load_secret`` as secret_flags reads."""
+    if secret is None:
+        from bot.team_keys import load_secret
+
+        return load_secret().value
+    if not isinstance(secret, int) or isinstance(secret, bool) or not 0 <= secret < 2**128:
+        raise ValueError("expert-0: the sonar secret must be an int in 0..2^128-1")
+    return secret
+
+
+def secret_sha256(secret: int) -> str:
+    """What a build records of its sonar secret: a domain-separated sha256 of its 16 bytes (never the secret)."""
+    return hashlib.sha256(b"arena expert-0 sonar secret/1\0" + secret.to_bytes(16, "big")).hexdigest()
 
 
 def network_sources(net: Int8ExpertNet, cache: Path | None = None) -> Path:
@@ -114,17 +141,25 @@ def compile_expert0(net: Int8ExpertNet, out: Path, secret: int | None = None, ca
 
 
 def build_expert0(root: Path, net: Int8ExpertNet, *, name: str | None = None, secret: int | None = None,
-                  cache: Path | None = None, search: bool = False):
+                  cache: Path | None = None, search: bool = False, search_units: int | None = None):
     """Compile expert-0 with ``net`` and register it in the build store ``root`` under ``name`` (default
     ``expert-0``, or ``expert-0-search`` for the searching build); the build's ``network_version`` is the network's
-    digest (bot.builds.Build)."""
-    from bot.builds import register
+    digest (bot.builds.Build). The build's folder gets the network (``network.npz``) and the native twin's record
+    (``expert0.json``: search units, the secret's sha256), each written once (``network_player`` reads them)."""
+    from bot.builds import add_file, register
 
+    secret = _resolve_secret(secret)
     name = name or (SEARCH_NAME if search else NAME)
     with tempfile.TemporaryDirectory() as tmp:
-        r = compile_expert0(net, Path(tmp) / "module.wasm", secret, cache, search=search)
-        return register(root, r.wasm.read_bytes(), name=name, network_version=digest(net),
-                        source_sha256=r.source_sha256, source_files=r.inputs, compiler=r.compiler)
+        r = compile_expert0(net, Path(tmp) / "module.wasm", secret, cache, search=search, search_units=search_units)
+        b = register(root, r.wasm.read_bytes(), name=name, network_version=digest(net),
+                     source_sha256=r.source_sha256, source_files=r.inputs, compiler=r.compiler)
+    record = {"format": TWIN_FORMAT, "network": NETWORK_FILE, "network_version": digest(net),
+              "search_units": (SEARCH_UNITS if search_units is None else search_units) if search else 0,
+              "search_clock": search, "secret_sha256": secret_sha256(secret)}
+    add_file(b, NETWORK_FILE, lambda path: save(net, path))
+    add_file(b, TWIN_FILE, lambda path: path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n"))
+    return b
 
 
 def expert0_library(net: Int8ExpertNet, secret: int | None = None, cache: Path | None = None) -> ctypes.CDLL:
@@ -138,6 +173,8 @@ def expert0_library(net: Int8ExpertNet, secret: int | None = None, cache: Path |
     for fn, args, res in (("expert0_size", [], u32), ("expert0_init", [vp, ctypes.c_uint64, u32], None),
                           ("expert0_init_search", [vp, ctypes.c_uint64, u32, u32], None),
                           ("expert0_turn", [vp, vp, u32, vp, vp], u32),
+                          ("expert0_begin", [vp, vp, u32, vp, vp], u32),
+                          ("expert0_finish", [vp, vp, u32, ctypes.c_int32, vp, vp, vp], None),
                           ("expert0_search", [vp], vp), ("expert0_network_pick", [vp], ctypes.c_int32),
                           ("core_search_set", [vp, u32, u32], None),
                           ("core_search_tune", [vp, u32, u32, u32, u32, u32, u32], None),
@@ -232,6 +269,8 @@ class Expert0:
         self._reply = ctypes.create_string_buffer(REPLY_SIZE)
         self._steps = ctypes.create_string_buffer(SPRINT_MAX)
         self.last_code = 0
+        self._begun: bytes | None = None  # the observation of a turn begun and not yet finished
+        self._count = 0
         lib.expert0_init_search(self._addr, seed, int(use_cache), _check_units(search_units))
         if tune is not None:
             tune.apply(lib, lib.expert0_search(self._addr), search_units)
@@ -239,13 +278,63 @@ class Expert0:
     def reply_bytes(self, data: bytes) -> tuple[bytes, bytes]:
         """One turn on encoded observation bytes: (the 40 reply bytes, the sprint's directions)."""
         ctypes.memset(self._reply, 0, REPLY_SIZE)
+        self._begun = None
         self.last_code = self.lib.expert0_turn(self._addr, data, len(data), self._reply, self._steps)
+        return self._read_reply()
+
+    def _read_reply(self) -> tuple[bytes, bytes]:
         raw = self._reply.raw
         kind, arg = raw[0], int.from_bytes(raw[2:4], "little")
         return raw, self._steps.raw[:arg] if kind == 1 else b""
 
     def act(self, obs: Observation) -> tuple[Action, Sonar | None]:
         raw, steps = self.reply_bytes(encode(obs))
+        return parse_reply(raw, lambda ptr, n: steps[:n])
+
+    def begin_bytes(self, data: bytes):
+        """The turn up to the network (expert0_begin) on encoded observation bytes: its inputs
+        (bot.core_inputs.TurnInputs), or None when the core refused the observation (``last_code``)."""
+        data = bytes(data)
+        ctypes.memset(self._reply, 0, REPLY_SIZE)
+        self.last_code = self.lib.expert0_begin(self._addr, data, len(data), self._reply, self._steps)
+        self._begun = data  # finish reads the same observation
+        self._count = 0
+        if self.last_code != 0:
+            return None
+        t = self.inputs()
+        self._count = t.count
+        return t
+
+    def begin(self, obs: Observation):
+        """``begin_bytes`` on an Observation."""
+        return self.begin_bytes(encode(obs))
+
+    def finish_bytes(self, value: int | None = None, scores: np.ndarray | None = None) -> tuple[bytes, bytes]:
+        """The rest of the turn begun (expert0_finish) from the network's ``value`` and ``scores`` int [n]
+        (candidates without a tap are never picked); both None: the fallback reply as it stands. (reply, steps)."""
+        if self._begun is None:
+            raise RuntimeError("expert-0: finish without a begin (or the turn is finished already)")
+        data, self._begun = self._begun, None
+        if (value is None) != (scores is None):
+            raise ValueError("expert-0 finish: give value and scores together, or neither (the fallback)")
+        ptr = None
+        if scores is not None and self.last_code == 0:
+            arr = np.asarray(scores)
+            if arr.shape != (self._count,) or arr.dtype.kind not in "iu":
+                raise ValueError(f"expert-0 finish: scores must be integers [{self._count}], got {arr.dtype}"
+                                 f"{list(arr.shape)}")
+            if arr.size and (arr.min() < INT32_MIN or arr.max() >= 2**31):
+                raise ValueError("expert-0 finish: scores outside int32")
+            if not isinstance(value, int | np.integer) or not INT32_MIN <= int(value) < 2**31:
+                raise ValueError(f"expert-0 finish: value must be an int32, got {value!r}")
+            buf = np.ascontiguousarray(arr, np.int32)
+            ptr = buf.ctypes.data
+        self.lib.expert0_finish(self._addr, data, len(data), int(value or 0), ptr, self._reply, self._steps)
+        return self._read_reply()
+
+    def finish(self, value: int | None = None, scores: np.ndarray | None = None) -> tuple[Action, Sonar | None]:
+        """``finish_bytes`` parsed: (action, sonar)."""
+        raw, steps = self.finish_bytes(value, scores)
         return parse_reply(raw, lambda ptr, n: steps[:n])
 
     def inputs(self):
@@ -315,6 +404,55 @@ def expert0_factory(net: Int8ExpertNet, secret: int | None = None, cache: Path |
     return Expert0Factory(net, secret, cache, use_cache, search_units, tune)
 
 
-__all__ = ["EXPERT0_SOURCES", "SEARCH_NAME", "SEARCH_UNITS", "SEARCH_UNIT_POINTS", "Expert0", "Expert0Factory",
-           "SearchResult", "SearchTune", "build_expert0", "compile_expert0", "expert0_factory", "expert0_library",
-           "network_sources", "search_flags"]
+@dataclass(frozen=True)
+class NetworkBuild:
+    """A registered expert-0 build with what its native twin needs: the bot.builds.Build, its integer network, the
+    search units a turn (0: the plain bot) and the secret it was compiled with (never shown in the repr)."""
+
+    build: Build
+    net: Int8ExpertNet
+    search_units: int
+    secret: int = field(repr=False)
+
+    def factory(self, cache: Path | None = None) -> Expert0Factory:
+        """The native Expert0Factory that plays as the build does."""
+        return Expert0Factory(self.net, self.secret, cache, use_cache=True, search_units=self.search_units)
+
+
+def network_player(root: Path, ref: str, secret: int | None = None) -> NetworkBuild | None:
+    """The native twin of build ``ref`` under ``root`` (``secret``: default ``load_secret()``, checked against the
+    build's record); None for a build without expert0.json or network.npz. BuildError naming the file when the
+    network's digest is not the build's network_version, the record is damaged, or the secret differs."""
+    from bot.builds import BuildError, verify
+    from bot.int8_expert import load
+
+    b = verify(root, ref)
+    record_path, network_path = b.path / TWIN_FILE, b.path / NETWORK_FILE
+    if not record_path.is_file() or not network_path.is_file():
+        return None
+    try:
+        record = json.loads(record_path.read_text())
+        units = record["search_units"]
+        if record.get("format") != TWIN_FORMAT or not isinstance(record.get("secret_sha256"), str):
+            raise KeyError("format")
+        _check_units(units)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BuildError(f"{record_path}: not an expert-0 twin record ({type(e).__name__}: {e})") from None
+    try:
+        net = load(network_path)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
+    want = b.meta.get("network_version")
+    if digest(net) != want or record.get("network_version") != want:
+        raise BuildError(f"{network_path}: network {digest(net)[:16]}... is not the build's network_version "
+                         f"{str(want)[:16]}...")
+    secret = _resolve_secret(secret)
+    if secret_sha256(secret) != record["secret_sha256"]:
+        raise BuildError(f"{record_path}: build {b.id} was compiled with another sonar secret than the one given")
+    return NetworkBuild(b, net, units, secret)
+
+
+__all__ = ["EXPERT0_SOURCES", "NETWORK_FILE", "SEARCH_NAME", "SEARCH_UNITS", "SEARCH_UNIT_POINTS", "TWIN_FILE",
+           "Expert0", "Expert0Factory", "NetworkBuild", "SearchResult", "SearchTune", "build_expert0",
+           "compile_expert0", "expert0_factory", "expert0_library", "network_player", "network_sources",
+           "search_flags", "secret_sha256"]

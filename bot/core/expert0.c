@@ -48,14 +48,13 @@ static uint32_t option_of(const uint8_t *c) {
     return CORE_OPT_WANDER;
 }
 
-uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
+uint32_t expert0_begin(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
+    (void)steps;
     r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
-    e->turns++, e->chosen = EXPERT0_NONE, e->net_pick = EXPERT0_NONE;
+    e->turns++, e->chosen = EXPERT0_NONE, e->net_pick = EXPERT0_NONE, e->pending = 0;
     uint32_t code = core_inputs_turn(&e->in, obs, len, expert_net_crop(), expert_net_overview(), expert_net_scalars());
     if (code != CORE_OK) return code;
-    const core_world *w = &e->in.dragon.world;
-    uint32_t n = e->in.n, round = loong_round(obs);
-    if (n >= 4) {  // the safe fallback before the network: the deepest, then roomiest, not certainly fatal move
+    if (e->in.n >= 4) {  // the safe fallback before the network: the deepest, then roomiest, not certainly fatal move
         uint32_t key = 0, best = 0;
         for (uint32_t d = 0; d < 4; d++) {
             const uint8_t *c = rec(e, d);
@@ -64,18 +63,32 @@ uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply 
         }
         r->kind = LOONG_MOVE, r->arg = (uint16_t)best;
     }
-    e->value = expert_net_position(e->use_cache ? e->cache : 0, w->width, w->height, e->in.cells, e->in.facing);
+    e->pending = 1;
+    return code;
+}
+
+void expert0_finish(expert0 *e, const uint8_t *obs, uint32_t len, int32_t value, const int32_t *scores,
+                    loong_reply *r, uint8_t *steps) {
+    if (!e->pending) return;  // the begin refused the observation (or this turn is finished): the fallback stands
+    e->pending = 0;
+    if (!scores) {  // no evaluation: nothing scored
+        for (uint32_t i = 0; i < e->in.n; i++) e->scores[i] = INT32_MIN;
+        return;
+    }
+    const core_world *w = &e->in.dragon.world;
+    uint32_t n = e->in.n, round = loong_round(obs);
+    e->value = value;
     uint32_t pick = EXPERT0_NONE;
     int32_t top = INT32_MIN;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++) {  // in place when scores is e->scores (expert0_turn): element i from i
         int32_t s = INT32_MIN;
         if (e->in.taps[i] != CORE_INPUT_NO_TAP) {
-            s = expert_net_candidate(e->in.features + (uint64_t)CORE_CAND_FEATURES * i, e->in.taps[i]);
+            s = scores[i];
             if (pick == EXPERT0_NONE || s > top) top = s, pick = i;
         }
         e->scores[i] = s;
     }
-    if (pick == EXPERT0_NONE) return code;
+    if (pick == EXPERT0_NONE) return;
     e->net_pick = pick;
     if (e->search.units_limit) {  // the network's pick stands while the search runs
         ready(rec(e, pick), r, steps);
@@ -86,13 +99,27 @@ uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply 
     e->chosen = pick;
     core_route_commit(&e->route, option_of(rec(e, pick)), rec(e, pick), round);
     core_route_reply(&e->route, rec(e, pick), round, r, steps);
-    if (!e->relay_on) return code;
+    if (!e->relay_on) return;
     uint64_t frames[4];
     uint32_t opt = e->route.option, target = e->route.intent_target;
     if (opt == CORE_OPT_NONE || target >= (uint32_t)w->width * w->height) opt = CORE_RELAY_NO_INTENT;
     uint32_t mask = core_relay_send(&e->in.dragon.relay, w, opt, target, e->route.intent_expiry, frames);
     for (int d = 0; d < 4; d++)
         if (mask >> d & 1) loong_send(r, d, frames[d]);
+}
+
+// The compiled network between begin and finish. Its stem cache needs nothing from the split turns: every entry is
+// checked against the stable bytes it was computed from (expert_net.h), so turns evaluated elsewhere leave it
+// stale but never wrong.
+uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
+    uint32_t code = expert0_begin(e, obs, len, r, steps);
+    if (code != CORE_OK) return code;
+    const core_world *w = &e->in.dragon.world;
+    int32_t value = expert_net_position(e->use_cache ? e->cache : 0, w->width, w->height, e->in.cells, e->in.facing);
+    for (uint32_t i = 0; i < e->in.n; i++)
+        e->scores[i] = e->in.taps[i] == CORE_INPUT_NO_TAP ? INT32_MIN
+                       : expert_net_candidate(e->in.features + (uint64_t)CORE_CAND_FEATURES * i, e->in.taps[i]);
+    expert0_finish(e, obs, len, value, e->scores, r, steps);
     return code;
 }
 

@@ -23,6 +23,7 @@ typedef struct {
     int32_t scores[CORE_INPUT_RECORDS];  // the last turn's scores (raw; candidates without a tap: INT32_MIN)
     uint32_t net_pick;  // the last turn's network pick (EXPERT0_NONE: none); chosen differs where the search chose
     core_search search;  // off (units 0) unless expert0_init_search set a budget
+    uint32_t pending;    // expert0_begin accepted this turn's observation and expert0_finish has not run yet
 } expert0;
 
 enum { EXPERT0_NONE = 0xFFFFFFFFu };
@@ -40,6 +41,15 @@ void expert0_init_search(expert0 *e, uint64_t seed, uint32_t use_cache, uint32_t
 // sprint's directions go to steps (CORE_SPRINT_MAX bytes). Returns the world's code (CORE_OK, or why the
 // observation was refused: the reply is then MOVE N).
 uint32_t expert0_turn(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps);
+// The same turn split at the network, for a host that evaluates many dragons' networks at once. expert0_begin: the
+// reply's MOVE N, the safe fallback and the inputs; returns the world's code, and (CORE_OK) expert0_inputs(e) and
+// expert_net_crop() / _overview() / _scalars() hold this turn's inputs (the planes until the next begin or turn of
+// any dragon on this build). expert0_finish, with the same obs, r and steps: value and scores[n] as the network gives
+// them (a candidate without a tap is never picked, whatever its score), then the pick, the search, the route and the
+// relay as expert0_turn. After a refused begin, a second finish or scores == 0 (no evaluation) the fallback stands.
+uint32_t expert0_begin(expert0 *e, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps);
+void expert0_finish(expert0 *e, const uint8_t *obs, uint32_t len, int32_t value, const int32_t *scores,
+                    loong_reply *r, uint8_t *steps);
 // The network's version (its digest) and shape name, for build metadata and the binding's checks.
 const char *expert0_network_version(void);
 const char *expert0_network_shape(void);
