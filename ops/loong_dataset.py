@@ -1,10 +1,11 @@
-"""The Loong replay dataset (issue 11 item 4): games of the foil, expert-h and random on generated maps, each
-dragon's decisions replayed through the native core (bot/core: the judged bot's belief, planes and candidates,
-byte for byte), with the candidate that matches the action taken and the game's outcome.
+"""The Loong replay dataset (issue 11 item 4): games of the foil, expert-h, random or registered wasm builds on
+generated maps, each dragon's decisions replayed through the native core (bot/core: the judged bot's belief, planes
+and candidates, byte for byte), with the candidate that matches the action taken and the game's outcome.
 
     cfg = DatasetConfig(games=12, rounds=100)
     result = build(cfg, out_dir, executor=PoolExecutor(2))     # one Parquet shard a work item
     table = load_dataset(out_dir)                               # checked: schema name, version, columns
+    DatasetConfig(pairings=(("build:expert-1", "foil"),), builds=str(root))   # a registered build, in the judge
 
 Schema (``SCHEMA``, docs/loong-dataset.md): one row a decision. A decision **matches** a candidate when the
 candidate is the action the dragon took: a move by its direction, a split by its k, a sprint by the end cell and
@@ -17,7 +18,7 @@ says whether a generator's candidate (harvest, escape: not a primitive) matches 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -39,6 +40,7 @@ SCHEMA_VERSION = b"2"  # 2: candidates listed on the whole belief (teammates' re
 BANDS = (20, 28, 36, 44, 52, 60)  # the first size of each band (20-27 .. 60-64), as the strength bars use
 SYMMETRIES = ("lr", "tb", "rot")
 PAIRINGS = (("foil", "foil"), ("expert-h", "foil"), ("foil", "random"))
+BUILD = "build:"  # a pairing's bot 'build:<name|id>' (or 'build:<name>@<id prefix>', a snapshot) is a registered build
 
 SCHEMA = pa.schema([
     ("game", pa.int32()), ("dragon", pa.int16()), ("team", pa.int8()), ("round", pa.int16()),
@@ -66,10 +68,11 @@ class DatasetConfig:
     seed: int = 0  # every map and match seed derives from it
     bands: tuple[int, ...] = BANDS
     pairings: tuple[tuple[str, str], ...] = PAIRINGS
+    builds: str = ""  # the registered builds root of 'build:' bots; empty: ARENA_HOME/artifacts/loong/builds
 
 
 def check_config(cfg: DatasetConfig) -> None:
-    """A bad setting raises DatasetError naming the field."""
+    """A bad setting raises DatasetError naming the field; a 'build:' bot must be a registered, intact build."""
     for name in ("games", "rounds", "shard_games"):
         if getattr(cfg, name) < 1:
             raise DatasetError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
@@ -79,8 +82,35 @@ def check_config(cfg: DatasetConfig) -> None:
     known = {*registry(), "expert-h"}
     for pair in cfg.pairings:
         for bot in pair:
-            if bot not in known:
-                raise DatasetError(f"pairings: unknown bot {bot!r} (known: {', '.join(sorted(known))})")
+            if bot not in known and not bot.startswith(BUILD):
+                raise DatasetError(f"pairings: unknown bot {bot!r} (known: {', '.join(sorted(known))}, "
+                                   f"{BUILD}<name|id>)")
+    build_ids(cfg)
+
+
+def builds_root(cfg: DatasetConfig) -> Path:
+    from ops.loong_league import builds_root as default_root
+
+    return Path(cfg.builds) if cfg.builds else default_root()
+
+
+def build_ids(cfg: DatasetConfig) -> dict[str, str]:
+    """The build id of every 'build:' bot of the pairings, re-hashed against the store; a missing, ambiguous or
+    altered build raises DatasetError naming it."""
+    bots = sorted({b for pair in cfg.pairings for b in pair if b.startswith(BUILD)})
+    if not bots:
+        return {}
+    from bot.builds import BuildError, verify
+    from ops.loong_league import _build_ref
+
+    root = builds_root(cfg)
+    ids = {}
+    for bot in bots:
+        try:
+            ids[bot] = verify(root, _build_ref(root, bot)).id
+        except (BuildError, OSError) as e:
+            raise DatasetError(f"pairings: build {bot!r}: {e}") from None
+    return ids
 
 
 def game_spec(cfg: DatasetConfig, g: int) -> tuple[int, str, str, str, int]:
@@ -93,11 +123,19 @@ def game_spec(cfg: DatasetConfig, g: int) -> tuple[int, str, str, str, int]:
     return cfg.bands[cycle % len(cfg.bands)], symmetry, a, b, cfg.seed * 1_000_003 + g
 
 
-def _factory(name: str):
+def _factory(name: str, builds: Path | None = None, build_id: str | None = None):
+    """The bot factory of ``name``; a 'build:' bot is ``build_id`` (resolved under ``builds`` when not given) in the
+    judge, loaded once a process from the build's compiled code (``cached`` by id: nothing compiled is shipped)."""
     if name == "expert-h":
         from bot.expert_h import expert_h_factory
 
         return cached("expert-h-native", expert_h_factory)
+    if name.startswith(BUILD):
+        from bot.builds import factory
+
+        root = Path(builds) if builds else builds_root(DatasetConfig())
+        bid = build_id or build_ids(DatasetConfig(pairings=((name, name),), builds=str(root)))[name]
+        return cached(f"loong-dataset-build:{bid}", lambda: factory(root, bid, name=name))
     return registry()[name]
 
 
@@ -111,11 +149,17 @@ class RecordedTurn(NamedTuple):
     sonar: tuple | None  # the frames it sent (north, east, south, west; None: not sent)
 
 
-def play_recorded(size: int, symmetry: str, a: str, b: str, seed: int, rounds: int):
+def play_recorded(size: int, symmetry: str, a: str, b: str, seed: int, rounds: int, *, builds: Path | None = None,
+                  ids: Mapping[str, str] | None = None):
     """One game of the reference engine: every dragon's turns (``RecordedTurn``) in turn order, its team, and the
-    winner (0, 1, None)."""
+    winner (0, 1, None). A 'build:' bot is played in the judge: ``ids`` (from ``build_ids``) pins its id, else it is
+    resolved under ``builds``."""
     m = generate_map(size, size, symmetry, seed=seed)
-    factories = (_factory(a), _factory(b))
+    ids = ids or {}
+    factories = (_factory(a, builds, ids.get(a)), _factory(b, builds, ids.get(b)))
+    for f in factories:
+        if hasattr(f, "reset"):  # a judged build's per-turn points: kept a game, not for the worker's life
+            f.reset()
     game = Game(m, seed, rounds)
     seats = {i: _Seat(factories[d.team], i, d.team, seed) for i, d in sorted(game.dragons.items())}
     turns: dict[int, list] = {}
@@ -173,20 +217,24 @@ def _library():
     return cached("loong-dataset-inputs", inputs_library)
 
 
-def encode_shard(cfg: DatasetConfig, first: int, count: int, *, seed: int) -> bytes:
+def encode_shard(cfg: DatasetConfig, first: int, count: int, ids: Mapping[str, str] | None = None, *,
+                 seed: int) -> bytes:
     """Games first .. first + count - 1 played and encoded: a Parquet file's bytes (``SCHEMA``). ``seed`` is the
-    shard's (each game's own comes from ``game_spec``). Each decision's inputs come from the core's one turn
-    function (bot/core/inputs.h), the bytes expert-0 reads in the judge."""
+    shard's (each game's own comes from ``game_spec``); ``ids``: the 'build:' bots' ids (``build_ids``; resolved
+    here when None). Each decision's inputs come from the core's one turn function (bot/core/inputs.h), the bytes
+    expert-0 reads in the judge."""
     from bot.core_candidates import parse_records
     from bot.core_inputs import NativeInputs
     from bot.team_keys import load_secret
 
     lib = _library()
     words = load_secret().words()
+    ids = build_ids(cfg) if ids is None else ids
+    root = builds_root(cfg) if ids else None
     cols: dict[str, list] = {f.name: [] for f in SCHEMA}
     for g in range(first, first + count):
         size, symmetry, a, b, game_seed = game_spec(cfg, g)
-        turns, teams, winner = play_recorded(size, symmetry, a, b, game_seed, cfg.rounds)
+        turns, teams, winner = play_recorded(size, symmetry, a, b, game_seed, cfg.rounds, builds=root, ids=ids)
         for dragon in sorted(turns):
             team = teams[dragon]
             outcome = 0 if winner is None else (1 if winner == team else -1)
@@ -230,12 +278,14 @@ class DatasetResult:
 def build(cfg: DatasetConfig, out: Path, *, executor: Executor | None = None,
           progress: Callable[[str, int, int], None] | None = None) -> DatasetResult:
     """Every shard as a work item on ``executor``; shards written as ``out/part-<first game>.parquet`` (the
-    same bytes whatever the backend and worker count), then read back and checked."""
+    same bytes whatever the backend and worker count), then read back and checked. The 'build:' bots are resolved
+    to their ids once, before any game (``build_ids``); each worker loads them itself."""
     check_config(cfg)
+    ids = build_ids(cfg)
     out.mkdir(parents=True, exist_ok=True)
     starts = list(range(0, cfg.games, cfg.shard_games))
     items = [WorkItem(f"shard of games {s}..{min(cfg.games, s + cfg.shard_games) - 1}", encode_shard,
-                      (cfg, s, min(cfg.shard_games, cfg.games - s)), seed=cfg.seed * 7919 + s) for s in starts]
+                      (cfg, s, min(cfg.shard_games, cfg.games - s), ids), seed=cfg.seed * 7919 + s) for s in starts]
     blobs = gather(executor or InProcessExecutor(), items,
                    (lambda o, done, total: progress(o.name, done, total)) if progress else None)
     shards = []
@@ -243,7 +293,7 @@ def build(cfg: DatasetConfig, out: Path, *, executor: Executor | None = None,
         path = out / f"part-{s:06d}.parquet"
         path.write_bytes(blob)
         shards.append(path)
-    (out / "config.json").write_text(_json(asdict(cfg)))
+    (out / "config.json").write_text(_json({**asdict(cfg), "build_ids": ids}))
     table = load_dataset(out)
     chosen, bots = table["chosen"].to_numpy(), table["bot"].to_pylist()
     by_bot: dict[str, dict[str, int]] = {}

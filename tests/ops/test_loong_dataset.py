@@ -1,13 +1,19 @@
 """The Loong replay dataset: shards the same bytes in-process and on a pool, every action matched to a candidate
-that is that action, outcomes from the engine's result, and bad files refused naming the file and the field."""
+that is that action, outcomes from the engine's result, and bad files refused naming the file and the field; a
+registered wasm build's games recorded under its player name, an unknown or altered build refused before any game."""
+
+import json
+import shutil
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bot.builds import verify
 from bot.core_candidates import KIND_MOVE, KIND_SPLIT, KIND_SPRINT, parse_records, sprint_directions
-from ops.execution import PoolExecutor
+from ops.execution import _CACHE, PoolExecutor
 from ops.loong_dataset import SCHEMA, DatasetConfig, DatasetError, build, check_config, game_spec, load_dataset
 
 CONFIG = DatasetConfig(games=4, rounds=30, shard_games=2, bands=(20, 28), seed=4)
@@ -110,3 +116,49 @@ def test_bad_files_are_refused_naming_the_file_and_the_field(built, tmp_path):
 def test_a_bad_config_is_one_line_naming_the_field(cfg, line):
     with pytest.raises(DatasetError, match=line):
         check_config(cfg)
+
+
+BUILT = DatasetConfig(games=2, rounds=20, shard_games=1, bands=(20,), seed=5, pairings=(("build:random-c", "foil"),))
+
+
+@pytest.fixture(scope="module")
+def with_a_build(random_and_foil_builds, tmp_path_factory):
+    out = tmp_path_factory.mktemp("with-a-build")
+    cfg = replace(BUILT, builds=str(random_and_foil_builds))
+    return cfg, build(cfg, out / "here"), build(cfg, out / "pool", executor=PoolExecutor(2))
+
+
+def test_a_registered_builds_games_are_recorded_under_its_player_name(with_a_build, tmp_path):
+    cfg, here, pool = with_a_build
+    assert [p.read_bytes() for p in here.shards] == [p.read_bytes() for p in pool.shards]  # loaded in each worker
+    t = load_dataset(here.out)
+    assert set(here.by_bot) == {"build:random-c", "foil"} and here.by_bot["build:random-c"]["decisions"] > 20
+    for game, team, bot in zip(*(t[c].to_pylist() for c in ("game", "team", "bot"))):
+        assert bot == game_spec(cfg, game)[2 + team]
+    bid = verify(cfg.builds, "random-c").id
+    assert json.loads((here.out / "config.json").read_text())["build_ids"] == {"build:random-c": bid}
+    assert _CACHE[f"loong-dataset-build:{bid}"].teams  # the judge's factory played the build's dragons
+    # random-c plays move for move like the Python random bot: the same games, the same rows but the bot's name
+    python = load_dataset(build(replace(cfg, pairings=(("random", "foil"),), builds=""), tmp_path / "python").out)
+    assert python.drop(["bot"]).equals(t.drop(["bot"]))
+    assert set(python["bot"].to_pylist()) == {"random", "foil"}
+
+
+def test_an_unknown_or_altered_build_is_refused_before_any_game(random_and_foil_builds, tmp_path):
+    root = str(random_and_foil_builds)
+    foil_c = verify(root, "foil-c").id
+    for bot, line in [("build:nope", r"pairings: build 'build:nope': no build 'nope' under "),
+                      (f"build:random-c@{foil_c[:8]}", r"pairings: build 'build:random-c@\w+': build '\w+' is "
+                                                       r"registered as 'foil-c', not as a snapshot of 'random-c'")]:
+        with pytest.raises(DatasetError, match=line):
+            build(replace(BUILT, pairings=((bot, "foil"),), builds=root), tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+    altered = tmp_path / "altered"
+    shutil.copytree(root, altered)
+    wasm = altered / verify(root, "random-c").id / "module.wasm"
+    data = bytearray(wasm.read_bytes())
+    data[-1] ^= 1
+    wasm.write_bytes(bytes(data))
+    with pytest.raises(DatasetError, match=r"pairings: build 'build:random-c': build \w+: module\.wasm does not "
+                                           r"match its id"):
+        check_config(replace(BUILT, builds=str(altered)))
