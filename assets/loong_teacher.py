@@ -216,16 +216,52 @@ def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAsse
 class StudentAssetConfig(dg.Config):
     epochs: int | None = Field(default=None, description="float epochs at most; None: the profile's")
     seed: int = Field(default=0, description="split, weights' shuffle derive from it")
+    positions: bool = Field(default=True, description="train on the reviewed-positions library too (labelled by "
+                                                      "the targets' teacher, each row its position's weight) when "
+                                                      "it exists and is not empty")
+    positions_library: str = Field(default="", description="the positions library folder; empty: "
+                                                           "ARENA_HOME/loong/positions (loong_position_checks')")
+
+
+def student_positions(config: StudentAssetConfig, store, targets, network, log):
+    """``(labels or None, notes)``: the library (config) labelled with the targets' network and search settings and
+    the published teacher's leaf value; None when off, missing or empty (the student trains on the targets alone)."""
+    from pathlib import Path
+
+    from ops import loong_positions as positions_op
+    from ops.loong_position_labels import label_for_targets
+    from ops.loong_teacher import leaf_value
+
+    if not config.positions:
+        return None, ["positions: off (config)"]
+    library = Path(config.positions_library) if config.positions_library else positions_op.default_library()
+    positions = validated(STUDENT, positions_op.load_library, library)
+    if not positions:
+        return None, [f"positions: none in {library}; the targets alone"]
+    notes = [f"positions: {len(positions)} in {library}"]
+    teacher = store.latest(GROUP, TEACHER)
+    value = None
+    if teacher is None:
+        notes.append("no published loong_teacher: the rollouts' default leaf value")
+    else:
+        value = leaf_value(teacher_settings(json.loads((teacher / TEACHER_FILE).read_text())["config"]))
+    labels = validated(STUDENT, lambda: label_for_targets(positions, library, targets,
+                                                          network=network / "network.npz", value=value,
+                                                          progress=log))
+    notes += [f"position skipped: {line}" for line in labels.skipped]
+    return labels, notes
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, deps=[TARGETS])
 def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig, mlflow: MlflowResource,
                   artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
     """The next network: the one the targets were searched for, trained on the teacher's improved policy and on a
-    value mixing the outcome with the teacher's; loong_network_int8 exports it as expert-N+1."""
+    value mixing the outcome with the teacher's, and on the reviewed positions (labelled by the same teacher, the
+    reviewed move the target's top action, each row its weight); loong_network_int8 exports it as expert-N+1."""
     from pathlib import Path
 
     from ops import loong_student as op
+    from ops.loong_position_labels import save_labels
 
     name = profile.checked()
     overrides = {"epochs": config.epochs} if config.epochs is not None else {}
@@ -244,14 +280,25 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
     cycle = source["cycle"] + 1
     version = f"cycle{cycle}-{version_id(context)}"
     out = store.dir(GROUP, STUDENT, version)
+    log = lambda line: context.log.info(f"{STUDENT}: {line}")  # noqa: E731
+    labels, notes = student_positions(config, store, targets, network, log)
+    for line in notes:
+        log(line)
     with mlflow.run(context, GROUP, name, tags={"asset_family": "loong-cycle", "cycle": str(cycle)}) as tracker:
         tracker.log_params({"cycle": cycle, "network_int8": network.name})  # the op logs its config, targets, init
         try:
-            r = op.run(cfg, targets, init, out, tracker, progress=lambda line: context.log.info(f"{STUDENT}: {line}"))
+            r = op.run(cfg, targets, init, out, tracker, progress=log, positions=labels)
         except op.StudentError as e:
             raise dg.Failure(f"{STUDENT}: {e}", allow_retries=False) from None
         tracker.log_artifact(r.network)
         tracker.log_artifact(r.reliability)
+        if labels is not None:
+            _, report = save_labels(labels, out / "positions")
+            tracker.log_artifact(report)
+        used = labels.used if labels is not None else 0
+        tracker.log_metrics({"positions_used": used, "positions_skipped": len(labels.skipped) if labels else 0,
+                             "positions_disagreements": len(labels.disagreements) if labels else 0,
+                             "positions_total_weight": labels.total_weight if labels else 0.0})
         meta = run_metadata(tracker, mlflow)
     (out / SOURCE_FILE).write_text(json.dumps({"cycle": cycle, "init": str(init), "targets": str(targets)}))
     store.publish(GROUP, STUDENT, version)
@@ -266,5 +313,11 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
         "decisions_train": dg.MetadataValue.int(r.decisions_train),
         "decisions_heldout": dg.MetadataValue.int(r.decisions_val),
         "wall_seconds": dg.MetadataValue.float(r.wall_seconds),
+        "positions_used": dg.MetadataValue.int(labels.used if labels is not None else 0),
+        "positions_trained": dg.MetadataValue.int(r.positions.get("rows", 0)),  # of those, kept by the decoder
+        "positions_skipped": dg.MetadataValue.json(labels.skipped if labels is not None else []),
+        "positions_disagreements": dg.MetadataValue.json(labels.disagreements if labels is not None else []),
+        "positions_total_weight": dg.MetadataValue.float(labels.total_weight if labels is not None else 0.0),
+        "positions_notes": dg.MetadataValue.json(notes),
     })
     return dg.MaterializeResult(metadata=meta)

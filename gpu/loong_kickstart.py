@@ -14,6 +14,10 @@ teacher's improved policy) the policy loss is the cross-entropy of that target o
 action, ``action_keys``, are one class: the student's probability of an action is its records' summed softmax);
 ``teacher_choice`` gives the top-1 agreement with the teacher, ``teacher_value`` (0..1, NaN: none) a second value
 target mixed with the outcome (``value_mix``).
+
+**Row weights** (the reviewed positions, ops/loong_position_labels.py): an optional ``weight`` column (> 0) multiplies
+each row's policy and value losses (the batch mean of weight x loss; without the column every row weighs 1, the
+losses as before); ``KickstartData.train_only`` rows are never held out.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class KickstartData:
     teacher_same: np.ndarray | None = None  # [sum n] bool: the candidate is the teacher's choice (or equal to it)
     has_teacher: np.ndarray | None = None  # [N] bool: the row names a teacher choice
     teacher_value: np.ndarray | None = None  # [N] float32: the teacher's value in 0..1, NaN where none
+    weight: np.ndarray | None = None  # [N] float32: each row's loss weight (None: 1 each)
+    train_only: np.ndarray | None = None  # [N] bool: rows never held out (None: none); set by the caller
 
     def __len__(self) -> int:
         return len(self.chosen)
@@ -185,7 +191,8 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
     Soft targets: with ``teacher_policy`` (binary, float32 x candidate_count) the target is that policy with its
     mass off the tapped candidates dropped and renormalised; a row whose target is not finite, is negative or has
     no mass on a tapped candidate is dropped (``no_target``). ``teacher_choice`` (-1: none) and ``teacher_value``
-    (NaN: none) are optional beside it."""
+    (NaN: none) are optional beside it. ``weight`` (optional, finite and > 0, else a ValueError naming the row):
+    each row's loss weight."""
     need = ("crop", "overview", "scalars", "features", "taps", "candidate_count", "chosen", "generator_match",
             "outcome", "game", "bot")
     for name in need:
@@ -193,12 +200,13 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
             raise ValueError(f"column {name!r} missing")
     soft = "teacher_policy" in columns
     optional = tuple(c for c in ("teacher_policy", "teacher_choice", "teacher_value") if c in columns)
+    weighted = "weight" in columns
     if not soft and optional:
         raise ValueError(f"column {optional[0]!r} given without 'teacher_policy'")
     binary = {name: Ragged.of(columns[name]) for name in ("crop", "overview", "scalars", "features", "taps",
                                                            *optional[:1])}
     n = len(columns["chosen"])
-    for name in (*need, *optional):
+    for name in (*need, *optional, *(("weight",) if weighted else ())):
         if len(binary.get(name, columns[name])) != n:
             raise ValueError(f"column {name!r}: {len(binary.get(name, columns[name]))} rows, want {n}")
     counts = np.asarray(columns["candidate_count"], np.int64)
@@ -234,6 +242,11 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
         if np.any(t_choice >= counts):
             row = int(np.flatnonzero(t_choice >= counts)[0])
             raise ValueError(f"teacher_choice: row {row} names candidate {t_choice[row]} of {counts[row]}")
+    if weighted:
+        weight = np.asarray(columns["weight"], np.float64)
+        bad = np.flatnonzero(~(np.isfinite(weight) & (weight > 0)))
+        if len(bad):
+            raise ValueError(f"weight: row {bad[0]} holds {weight[bad[0]]}, want a positive number")
     keep = np.flatnonzero(usable)
     feats = binary["features"].values.reshape(-1, RECORD)
     generator = np.asarray(columns["generator_match"], bool)[keep].astype(np.int64)
@@ -266,6 +279,8 @@ def decode(columns: Mapping[str, Sequence]) -> KickstartData:
             raise ValueError(f"teacher_value: row {keep[off[0]]} holds {value[off[0]]}, want 0..1 or NaN")
         extra = dict(target=t, group=action_groups(keys, kept_counts), teacher_same=teacher_same, has_teacher=has,
                      teacher_value=value)
+    if weighted:
+        extra["weight"] = weight[keep].astype(np.float32)
     return KickstartData(
         crop=_planes(binary["crop"], keep, 17, 56, "crop"),
         overview=_planes(binary["overview"], keep, 15, 16, "overview"),
@@ -317,18 +332,27 @@ class DecisionDataset(Dataset):
                 "has_teacher": torch.from_numpy(d.has_teacher[ix]),
                 "teacher_value": torch.from_numpy(d.teacher_value[ix]),
             })
+        if d.weight is not None:
+            batch["weight"] = torch.from_numpy(d.weight[ix])
         return batch
 
 
 class DecisionDataModule(L.LightningDataModule):
     """Decoded decisions with whole games held out (``holdout_split`` on the game id); the shuffle is drawn from
-    (seed, epoch), so a resumed fit sees the batches an uninterrupted one would."""
+    (seed, epoch), so a resumed fit sees the batches an uninterrupted one would. ``data.train_only`` rows are
+    split off first and always trained on (the others split as they would be without them)."""
 
     def __init__(self, data: KickstartData, *, batch_size: int = 64, holdout_fraction: float = 0.2,
                  seed: int = 0) -> None:
         super().__init__()
         self.data, self.batch_size, self.seed = data, batch_size, seed
-        self.train_rows, self.val_rows = holdout_split(len(data), holdout_fraction, seed, data.game)
+        if data.train_only is None or not data.train_only.any():
+            self.train_rows, self.val_rows = holdout_split(len(data), holdout_fraction, seed, data.game)
+        else:
+            free = np.flatnonzero(~data.train_only)
+            train, val = holdout_split(len(free), holdout_fraction, seed, data.game[free])
+            self.train_rows = np.sort(np.concatenate([free[train], np.flatnonzero(data.train_only)]))
+            self.val_rows = free[val]
 
     def setup(self, stage: str | None = None) -> None:
         self.train_set = DecisionDataset(self.data, self.train_rows)
@@ -344,15 +368,23 @@ class DecisionDataModule(L.LightningDataModule):
 
 
 # -- losses and figures ---------------------------------------------------------------------------------------------
-def policy_loss(logits: torch.Tensor, chosen: torch.Tensor, same: torch.Tensor | None = None) -> torch.Tensor:
+def weighted_mean(loss: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """The batch mean of ``loss`` [B], each row multiplied by its ``weight`` [B] (None: the plain mean)."""
+    return loss.mean() if weight is None else (loss * weight.to(loss.dtype)).mean()
+
+
+def policy_loss(logits: torch.Tensor, chosen: torch.Tensor, same: torch.Tensor | None = None,
+                weight: torch.Tensor | None = None) -> torch.Tensor:
     """Cross-entropy of the action taken under the softmax over the real candidates (padding is MASKED_LOGIT):
     with ``same`` [B, K] (the candidates that are that action: a harvest record whose first step is the move taken
-    is the move) -log of their probabilities' sum, else of the chosen record's alone."""
+    is the move) -log of their probabilities' sum, else of the chosen record's alone; ``weight`` [B]: each row's."""
     logits = logits.float()
     if same is None:
-        return F.cross_entropy(logits, chosen)
+        if weight is None:
+            return F.cross_entropy(logits, chosen)
+        return weighted_mean(F.cross_entropy(logits, chosen, reduction="none"), weight)
     hit = torch.where(same, logits, torch.full_like(logits, MASKED_LOGIT))
-    return (torch.logsumexp(logits, 1) - torch.logsumexp(hit, 1)).mean()
+    return weighted_mean(torch.logsumexp(logits, 1) - torch.logsumexp(hit, 1), weight)
 
 
 def action_log_probs(logits: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
@@ -408,13 +440,17 @@ def value_target(outcome: torch.Tensor, teacher_value: torch.Tensor | None = Non
 
 
 def value_loss_of(value: torch.Tensor, outcome: torch.Tensor, value_loss: str,
-                  target: torch.Tensor | None = None) -> torch.Tensor:
+                  target: torch.Tensor | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
     """bce: the value is a logit against the target (outcome + 1) / 2 (a draw is 1/2); mse: tanh(v) vs outcome.
-    ``target`` (0..1, ``value_target``) replaces (outcome + 1) / 2."""
+    ``target`` (0..1, ``value_target``) replaces (outcome + 1) / 2; ``weight`` [B]: each row's."""
     target = (outcome.float() + 1) / 2 if target is None else target.float()
+    if weight is None:
+        if value_loss == "bce":
+            return F.binary_cross_entropy_with_logits(value.float(), target)
+        return F.mse_loss(torch.tanh(value.float()), 2 * target - 1)
     if value_loss == "bce":
-        return F.binary_cross_entropy_with_logits(value.float(), target)
-    return F.mse_loss(torch.tanh(value.float()), 2 * target - 1)
+        return weighted_mean(F.binary_cross_entropy_with_logits(value.float(), target, reduction="none"), weight)
+    return weighted_mean(F.mse_loss(torch.tanh(value.float()), 2 * target - 1, reduction="none"), weight)
 
 
 def calibration(p: np.ndarray, target: np.ndarray, bins: int = 10) -> dict:
@@ -461,7 +497,8 @@ class KickstartModule(L.LightningModule):
     ``float_epochs`` train the float network, later ones fake-quantised (the mode is set at each epoch start
     from ``current_epoch``, so a resumed fit continues in the right mode; ``self.float_epochs`` may be moved by a
     callback). Batches with soft targets (``target``) train the soft cross-entropy over actions instead, and the
-    value against ``value_target`` with the teacher's value mixed in by ``value_mix``."""
+    value against ``value_target`` with the teacher's value mixed in by ``value_mix``. A batch's ``weight`` [B]
+    multiplies each row's policy and value losses (``weighted_mean``)."""
 
     def __init__(self, shape: str = "v1t2c16", learning_rate: float = 1e-3, weight_decay: float = 1e-4,
                  value_weight: float = 0.5, value_loss: str = "bce", float_epochs: int = 2,
@@ -487,13 +524,14 @@ class KickstartModule(L.LightningModule):
 
     def _losses(self, batch):
         value, logits = self(batch)
+        w = batch.get("weight")
         if "target" in batch:
-            pl = soft_cross_entropy(logits, batch["target"], batch["group"]).mean()
+            pl = weighted_mean(soft_cross_entropy(logits, batch["target"], batch["group"]), w)
             vt = value_target(batch["outcome"], batch["teacher_value"], self.hparams.value_mix)
-            vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss, vt)
+            vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss, vt, w)
         else:
-            pl = policy_loss(logits, batch["chosen"], batch["same"])
-            vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss)
+            pl = policy_loss(logits, batch["chosen"], batch["same"], w)
+            vl = value_loss_of(value, batch["outcome"], self.hparams.value_loss, weight=w)
         return value, logits, pl, vl
 
     def on_train_epoch_start(self) -> None:

@@ -12,7 +12,11 @@ Lightning with the kickstart's module (float epochs, early stopped by ``patience
 fake-quantised ones), resumes ``out_dir/checkpoint.pt``, and writes ``out_dir/student.pt`` in the kickstart's
 format, so ``ops.loong_network.export`` turns it into network.npz unchanged.
 
-    python -m ops.loong_student --profile test|small|full --targets DIR --init CKPT --out DIR [--mlflow]
+Reviewed positions (``positions``: ``ops.loong_position_labels.PositionLabels``) train beside the targets, each row's
+losses multiplied by its position's weight (a target row's 1), never held out: the held-out figures are the targets'.
+
+    python -m ops.loong_student --profile test|small|full --targets DIR --init CKPT --out DIR [--positions LIB]
+        [--teacher teacher.json] [--mlflow]
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 import pyarrow as pa
 import torch
 
@@ -106,6 +111,7 @@ class StudentResult:
     samples_per_second: float
     resumed_from_epoch: int | None
     wall_seconds: float
+    positions: dict = field(default_factory=dict)  # the reviewed positions trained on: rows, total_weight (empty: none)
 
     def summary(self) -> dict:
         return {"network": str(self.network), "version": self.version, "shape": self.shape, "params": self.params,
@@ -113,7 +119,7 @@ class StudentResult:
                 "dropped": self.dropped, "float_epochs": self.float_epochs, "stopped_early": self.stopped_early,
                 "epochs": len(self.history), "resumed_from_epoch": self.resumed_from_epoch,
                 "samples_per_second": self.samples_per_second, "wall_seconds": self.wall_seconds,
-                "init": self.init_heldout["scalars"], "student": self.heldout["scalars"]}
+                "init": self.init_heldout["scalars"], "student": self.heldout["scalars"], "positions": self.positions}
 
 
 def profile_config(profile: str, **overrides) -> StudentConfig:
@@ -147,15 +153,30 @@ def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.T
     return read_shards(path, SCHEMA, StudentError, columns, "targets ")
 
 
-def read_targets(path: str | Path) -> KickstartData:
+def read_targets(path: str | Path, positions: pa.Table | None = None) -> KickstartData:
     """The targets decoded for training (``gpu.loong_kickstart.decode`` with soft targets); a bad file or row is
-    a StudentError naming the file (and the column)."""
+    a StudentError naming the file (and the column). ``positions``: labelled rows (``ops.loong_position_labels
+    .SCHEMA``) appended, their ``target_policy`` the policy target, their ``weight`` the loss weight (the targets'
+    rows 1), marked ``train_only`` (their games are negative, the targets' never)."""
+    table = load_targets(path, COLUMNS)
+    if positions is not None and positions.num_rows:
+        from ops.loong_position_labels import student_rows
+
+        games = table["game"].to_numpy()
+        if len(games) and games.min() < 0:
+            row = int(np.flatnonzero(games < 0)[0])
+            raise StudentError(f"{path}: game: row {row} holds {games[row]}; negative games are the positions'")
+        rows = student_rows(positions, table.column_names)
+        table = table.append_column(pa.field("weight", pa.float32()), pa.array(np.ones(table.num_rows, np.float32)))
+        table = pa.concat_tables([table.replace_schema_metadata(None), rows.cast(table.schema.remove_metadata())])
+    columns = (*COLUMNS, "weight") if "weight" in table.schema.names else COLUMNS
     try:  # the table passed straight on: decode_table frees it column by column
-        return decode_table(load_targets(path, COLUMNS), COLUMNS, RAGGED)
-    except StudentError:
-        raise
+        data = decode_table(table, columns, RAGGED)
     except ValueError as e:
         raise StudentError(f"{path}: {e}") from None
+    if "weight" in columns:
+        data.train_only = data.game < 0
+    return data
 
 
 # -- training ---------------------------------------------------------------------------------------------------
@@ -197,9 +218,11 @@ class _FloatPhaseStop(L.Callback):
 
 
 def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | Path, out_dir: str | Path,
-        tracker: Tracker | None = None, progress: Progress | None = None) -> StudentResult:
+        tracker: Tracker | None = None, progress: Progress | None = None, positions=None) -> StudentResult:
     """Distil the targets at ``targets_path`` into the network of ``init_checkpoint`` (kickstart format), into
-    ``out_dir`` (resuming ``out_dir/checkpoint.pt``). A bad config, file or checkpoint raises StudentError."""
+    ``out_dir`` (resuming ``out_dir/checkpoint.pt``). ``positions``: None, or the reviewed positions' labelled rows
+    (``ops.loong_position_labels.PositionLabels`` or its table), trained on with their weights, never held out. A
+    bad config, file or checkpoint raises StudentError."""
     t0 = time.perf_counter()
     check_config(config)
     tracker = tracker or NullTracker()
@@ -209,7 +232,11 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
     except KickstartError as e:
         raise StudentError(str(e)) from None
     shape = init_doc["shape"]
-    data = read_targets(targets_path)
+    table = getattr(positions, "table", positions)
+    data = read_targets(targets_path, table)
+    used = data.train_only if data.train_only is not None else np.zeros(len(data), bool)
+    pos_info = ({"rows": int(used.sum()), "total_weight": float(data.weight[used].sum()),
+                 "dropped": int(table.num_rows - used.sum())} if table is not None and table.num_rows else {})
     if len(data) < 2:
         raise StudentError(f"{targets_path}: {len(data)} usable decisions (dropped {data.dropped}); need 2 or more")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -235,8 +262,9 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
                         "init": str(init_checkpoint), "init_version": init_doc["version"],
                         "init_mode": init_doc["mode"], "decisions": len(data),
                         "decisions_train": len(dm.train_rows), "decisions_val": len(dm.val_rows),
-                        "games": len(set(data.game.tolist())), "bots": ",".join(data.bots),
-                        **{f"dropped_{k}": v for k, v in data.dropped.items()}})
+                        "games": len(set(data.game[~used].tolist())), "bots": ",".join(data.bots),
+                        **{f"dropped_{k}": v for k, v in data.dropped.items()},
+                        **{f"positions_{k}": v for k, v in pos_info.items()}})
     tracker.log_metrics({f"init_{k}": v for k, v in init_heldout["scalars"].items()})
     history: list[dict] = []
     epochs_cb = _Epochs(tracker, progress, history)
@@ -259,7 +287,7 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
         "version": version, "config": asdict(config), "heldout": json.loads(json.dumps(heldout)),
         "bots": data.bots, "trained_by": "loong_student", "init": str(init_checkpoint),
         "init_version": init_doc["version"], "init_heldout": json.loads(json.dumps(init_heldout)),
-        "targets": str(targets_path), "float_epochs": phase.float_end})
+        "targets": str(targets_path), "float_epochs": phase.float_end, "positions": pos_info})
     tracker.log_metrics({f"heldout_{k}": v for k, v in heldout["scalars"].items()})
     tracker.log_metrics({"float_epochs": float(phase.float_end), "stopped_early": float(phase.stopped)})
     seconds = epochs_cb.train_seconds
@@ -268,7 +296,7 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
         decisions_train=len(dm.train_rows), decisions_val=len(dm.val_rows), dropped=data.dropped,
         init_heldout=init_heldout, heldout=heldout, history=history, float_epochs=phase.float_end,
         stopped_early=phase.stopped, samples_per_second=epochs_cb.samples / seconds if seconds else 0.0,
-        resumed_from_epoch=resume, wall_seconds=time.perf_counter() - t0)
+        resumed_from_epoch=resume, wall_seconds=time.perf_counter() - t0, positions=pos_info)
 
 
 # -- the command line -------------------------------------------------------------------------------------------
@@ -285,6 +313,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--init", required=True, help="the network to start from (kickstart.pt or a student.pt)")
     ap.add_argument("--out", required=True, help="output folder: student.pt, checkpoint.pt, reliability.png")
     ap.add_argument("--seed", type=int, default=None, help="split and shuffle (default: the profile's)")
+    ap.add_argument("--positions", default=None, help="a reviewed-positions library to train on too, labelled by "
+                                                      "the targets' teacher (its network and search settings, "
+                                                      "config.json); default: none")
+    ap.add_argument("--teacher", default=None, help="with --positions: the published teacher's teacher.json (its "
+                                                    "leaf value); default: the rollouts' default standing")
     ap.add_argument("--mlflow", action="store_true", help="log the run to the project's MLflow store "
                                                           "(experiment arena-loong)")
     args = ap.parse_args(argv)
@@ -297,18 +330,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not Path(args.init).is_file():
             raise StudentError(f"--init {args.init}: no such checkpoint file")
         progress = lambda line: print(f"loong_student: {line}", file=sys.stderr, flush=True)  # noqa: E731
+        labels = None if args.positions is None else _cli_labels(args, progress)
         if args.mlflow:
             from ops.tracking import mlflow_run
 
             with mlflow_run("arena-loong", "loong_student", tags={"profile": args.profile}) as tracker:
-                r = run(cfg, args.targets, args.init, out, tracker, progress)
+                r = run(cfg, args.targets, args.init, out, tracker, progress, positions=labels)
         else:
-            r = run(cfg, args.targets, args.init, out, progress=progress)
+            r = run(cfg, args.targets, args.init, out, progress=progress, positions=labels)
     except StudentError as e:
         print(f"loong_student: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(r.summary(), indent=1))
+    doc = r.summary()
+    if labels is not None:
+        doc["positions"] = {**doc["positions"], **labels.summary()}
+    print(json.dumps(doc, indent=1))
     return 0
+
+
+def _cli_labels(args, progress: Progress):
+    """``--positions``: the library labelled with the targets' network and search settings (``--teacher``: the
+    teacher's leaf value); a bad library, targets config or teacher file is a StudentError."""
+    from ops.loong_position_labels import label_for_targets
+    from ops.loong_positions import load_library
+
+    try:
+        value = None
+        if args.teacher is not None:
+            from ops.loong_teacher import TeacherConfig, leaf_value
+
+            try:
+                record = json.loads(Path(args.teacher).read_text())
+                value = leaf_value(TeacherConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                                    for k, v in record["config"].items()}))
+            except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+                raise StudentError(f"--teacher {args.teacher}: not a teacher record ({type(e).__name__}: {e})") \
+                    from None
+        positions = load_library(args.positions)
+        if not positions:
+            progress(f"{args.positions}: no positions; training on the targets alone")
+            return None
+        labels = label_for_targets(positions, args.positions, args.targets, value=value, progress=progress)
+    except StudentError:
+        raise
+    except ValueError as e:  # PositionError, TargetsError, a bad network file: one line naming it
+        raise StudentError(f"--positions: {e}") from None
+    for line in labels.skipped:
+        progress(f"position skipped: {line}")
+    return labels
 
 
 if __name__ == "__main__":

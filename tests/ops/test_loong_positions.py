@@ -1,11 +1,18 @@
 """The reviewed-positions library (ops/loong_positions.py): the format's round trip and one-line errors; a position of
 a recorded game re-simulated gives the observation bytes the game gave that dragon; a bot that plays the correct move
-passes and one that does not fails; ``positions add`` and ``check``; the positions as the replay dataset's rows."""
+passes and one that does not fails; ``positions add`` and ``check``; the positions as the replay dataset's rows; the
+teacher's labels (ops/loong_position_labels.py): a position at a decision of the targets' own games gets the targets'
+row there, the reviewed move stays the label when the teacher disagrees (reported), and the student asset trains on
+the library (and without one as before)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import shutil
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +22,7 @@ from games.loong.bots import play_game, random_bot
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.observation import encode
-from games.loong.replay import save_replay
+from games.loong.replay import load_replay, save_replay
 from ops import cli_positions
 from ops import loong_positions as op
 
@@ -308,3 +315,190 @@ def test_positions_become_the_datasets_rows_with_their_weights(tmp_path):
             assert got.table[c][j].as_py() == table[c][i].as_py(), c
     assert got.table["bot"].to_pylist() == ["position"] * len(picked)
     assert np.all(np.array(got.table["game"].to_pylist()) < 0)
+
+
+# -- the teacher's labels ------------------------------------------------------------------------------------------
+LABEL_TARGETS = dict(gumbel=False, max_rounds=8)  # the targets' test profile with zero Gumbel draws (the labels')
+
+
+@pytest.fixture(scope="module")
+def student_games(tiny_network, tmp_path_factory):
+    """A store with the tiny network published as loong_network_int8 (its float init beside it) and the teacher's
+    targets on its own games (test profile, 8 rounds, zero Gumbel draws, the games' replays) published."""
+    import torch
+
+    from gpu.loong_expert_net import LoongExpertNet
+    from ops import loong_teacher_targets as targets
+    from ops.celldiv_teacher import save_checkpoint
+    from ops.loong_kickstart import KIND
+    from ops.store import ArtifactStore
+
+    _, path = tiny_network
+    root = tmp_path_factory.mktemp("store")
+    store = ArtifactStore(root / "artifacts")
+    net_dir = store.dir("loong", "loong_network_int8", "net0")
+    shutil.copyfile(path, net_dir / "network.npz")
+    torch.manual_seed(3)  # the tiny network's float weights (tests/ops/conftest.py)
+    model = LoongExpertNet("v1t2c16", mode="fake")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(2.0)
+    init = save_checkpoint(root / "init.pt", {"kind": KIND, "shape": "v1t2c16", "mode": "fake", "version": "tiny",
+                                              "model": model.state_dict()})
+    (net_dir / "source.json").write_text(json.dumps({"kind": "kickstart", "checkpoint": str(init), "cycle": 0}))
+    store.publish("loong", "loong_network_int8", "net0")
+    out = store.dir("loong", "loong_teacher_targets", "t0")
+    targets.run(targets.profile_config("test", **LABEL_TARGETS), net_dir / "network.npz", out)
+    store.publish("loong", "loong_teacher_targets", "t0")
+    games = json.loads((out / "games.json").read_text())
+    return {"store": store, "targets": out, "init": init, "rows": targets.load_targets(out).to_pylist(),
+            "replays": {g["game"]: out / g["replay"] for g in games}}
+
+
+def _alone(world) -> list[dict]:
+    """The targets' rows searched alone: no other game's decision at the same lockstep step (turn k of every game;
+    a batch's search pads every decision to the widest, which moves the rollouts' draws)."""
+    step = {}
+    for g, path in world["replays"].items():
+        for k, t in enumerate(load_replay(path).turns):
+            step[(g, t.round, t.dragon_id)] = k
+    at = Counter(step[(r["game"], r["round"], r["dragon"])] for r in world["rows"])
+    return [r for r in world["rows"] if at[step[(r["game"], r["round"], r["dragon"])]] == 1]
+
+
+def _played(world, row):
+    """The action the replay recorded at the row's decision (the student's own)."""
+    return next(t.action for t in load_replay(world["replays"][row["game"]]).turns
+                if (t.round, t.dragon_id) == (row["round"], row["dragon"]))
+
+
+def _actions(row) -> tuple[np.ndarray, np.ndarray]:
+    from bot.core_candidates import parse_records
+    from ops.loong_teacher_targets import record_rows
+
+    return record_rows(parse_records(row["candidates"]))
+
+
+def _same(a, b) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def test_a_position_at_a_targets_decision_gets_the_targets_row(student_games, tmp_path):
+    """The student's own move reviewed at decisions of its games, labelled with the targets' settings: the row the
+    targets recorded there, column for column (the student's inputs and priors; the teacher's search and information
+    test on the state the simulator was loaded with, where the targets searched it in lane 0), the game and bot the
+    positions'; the target policy puts 0.75 on the reviewed action and the teacher's policy x 0.25 on every action."""
+    from ops.loong_position_labels import REVIEWED_MASS, SCHEMA, label_for_targets
+    from ops.loong_teacher_targets import SCHEMA as TARGETS
+
+    alone = _alone(student_games)
+    picked = [r for g in (0, 1) for r in [r for r in alone if r["game"] == g][::3][:3]]
+    assert len(picked) >= 4 and len({r["game"] for r in picked}) == 2
+    lib = tmp_path / "lib"
+    positions = [_position(lib, student_games["replays"][r["game"]], r["dragon"], r["round"],
+                           _played(student_games, r), weight=2.0 + k, name=f"p{k}") for k, r in enumerate(picked)]
+    labels = label_for_targets(positions, lib, student_games["targets"])
+    assert labels.table.schema == SCHEMA and labels.skipped == [] and labels.used == len(picked)
+    assert labels.total_weight == sum(2.0 + k for k in range(len(picked)))
+    got = labels.table.to_pylist()
+    searched = ("teacher_q", "teacher_visits", "teacher_policy", "teacher_choice", "teacher_value", "value_lost",
+                "margin_full", "margin_sight", "margin_team")
+    for k, (want, row) in enumerate(zip(picked, got, strict=True)):
+        for c in TARGETS.names:  # game 1 was lane 1 of the targets' batch: the rollouts' draws are keyed by the lane
+            if c not in ("game", "bot") and (want["game"] == 0 or c not in searched):
+                assert _same(row[c], want[c]), (k, c)
+        assert (row["game"], row["bot"], row["position"], row["weight"]) == (-1 - k, "position", f"p{k}", 2.0 + k)
+        _, group = _actions(row)
+        reviewed, teacher = group[row["chosen"]], group[row["teacher_choice"]]
+        assert row["agrees"] == (reviewed == teacher)
+        target = np.bincount(group, np.frombuffer(row["target_policy"], np.float32))
+        policy = np.bincount(group, np.frombuffer(row["teacher_policy"], np.float32))
+        want_t = (1 - REVIEWED_MASS) * policy + REVIEWED_MASS * (np.arange(len(policy)) == reviewed)
+        np.testing.assert_allclose(target, want_t, atol=1e-6)
+        assert int(np.argmax(target)) == reviewed
+    assert [d["position"] for d in labels.disagreements] == [r["position"] for r in got if not r["agrees"]]
+
+
+def test_the_reviewed_move_stays_the_label_and_disagreements_are_reported(student_games, tmp_path):
+    """At a decision where the teacher departs from the student: the student's move reviewed is a disagreement (the
+    teacher's move, both values and the value lost reported) whose target still puts its top mass on the reviewed
+    move; the teacher's move reviewed, or accepted beside the student's, agrees; a legal move the student does not
+    propose gives no row, and says so."""
+    import itertools
+
+    from games.loong.actions import action_from_record
+    from gpu.loong_sim import decode_action, encode_action
+    from ops.loong_position_labels import label_for_targets
+    from ops.loong_teacher_targets import SPRINT_CAP
+
+    departs = [r for r in _alone(student_games) if _actions(r)[1][r["chosen"]] != _actions(r)[1][r["teacher_choice"]]]
+    assert departs
+    row = departs[0]
+    lib, path = tmp_path / "lib", student_games["replays"][row["game"]]
+    student = _played(student_games, row)
+    pos = _position(lib, path, row["dragon"], row["round"], student, name="student")
+    replayed = op.replay_position(pos, lib)
+    cand, group = _actions(row)
+    d = replayed.game.dragons[row["dragon"]]
+    teacher = decode_action(cand[group[row["teacher_choice"]]].tolist(), len(d.body), replayed.game.living[d.team],
+                            SPRINT_CAP)
+    rows = {tuple(c) for c in cand.tolist()}
+    absent = next(a for n in range(2, len(d.body)) for dirs in itertools.product(range(4), repeat=n)
+                  if op.legal_problem(replayed, a := action_from_record("sprint", dirs)) is None
+                  and tuple(encode_action(a, SPRINT_CAP)) not in rows)
+    positions = [pos, _position(lib, path, row["dragon"], row["round"], teacher, name="teacher"),
+                 _position(lib, path, row["dragon"], row["round"], student, accept=[teacher], name="accepted"),
+                 _position(lib, path, row["dragon"], row["round"], absent, name="absent")]
+    labels = label_for_targets(positions, lib, student_games["targets"])
+    assert labels.skipped == [f"absent: {op.move_text(absent)} is not among the student's {len(group)} candidates"]
+    got = {r["position"]: r for r in labels.table.to_pylist()}
+    assert {k: r["agrees"] for k, r in got.items()} == {"student": False, "teacher": True, "accepted": True}
+    for name, move in (("student", student), ("teacher", teacher), ("accepted", student)):
+        target = np.bincount(group, np.frombuffer(got[name]["target_policy"], np.float32))
+        assert cand[int(np.argmax(target))].tolist() == encode_action(move, SPRINT_CAP), name
+    (dis,) = labels.disagreements
+    assert dis["position"] == "student" and dis["teacher"] == op.move_text(teacher)
+    assert dis["reviewed"] == [op.move_text(student)] and dis["reason"] == "the only safe way"
+    assert dis["value_lost"] == pytest.approx(row["value_lost"]) and dis["q_teacher"] == pytest.approx(
+        row["teacher_value"])
+    assert labels.summary()["total_weight"] == 3 * op.DEFAULT_WEIGHT and labels.summary()["positions"] == 4
+
+
+def test_the_student_asset_trains_on_the_library_and_without_one_as_before(student_games, tmp_path):
+    """``loong_student`` with a two-position library: labelled with the targets' teacher, trained on (a network other
+    than the targets' alone), reported (used, disagreements, total weight, the report file); with an empty library:
+    the network the op trains on the targets alone."""
+    import dagster as dg
+
+    from assets.loong_teacher import loong_student
+    from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+    from ops import loong_student as student_op
+
+    row = _alone(student_games)[0]
+    lib, path = tmp_path / "lib", student_games["replays"][row["game"]]
+    _position(lib, path, row["dragon"], row["round"], _played(student_games, row), name="own")
+    other = next(r for r in _alone(student_games)[1:] if r["game"] != row["game"])
+    _position(lib, student_games["replays"][other["game"]], other["dragon"], other["round"],
+              _played(student_games, other), weight=3.0, name="other")
+    resources = {"mlflow": MlflowResource(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"),
+                 "artifact_store": ArtifactStoreResource(root=str(student_games["store"].root)),
+                 "profile": ProfileResource(name="test")}
+    meta = {}
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        for name, library in (("on", lib), ("off", tmp_path / "none")):
+            result = dg.materialize([loong_student], resources=resources, instance=instance, run_config={
+                "ops": {"loong_student": {"config": {"positions_library": str(library)}}}})
+            assert result.success
+            meta[name] = result.asset_materializations_for_node("loong_student")[0].metadata
+    on, off = meta["on"], meta["off"]
+    assert on["positions_used"].value == on["positions_trained"].value == 2 and on["positions_skipped"].value == []
+    assert on["positions_total_weight"].value == op.DEFAULT_WEIGHT + 3.0
+    report = json.loads((Path(on["network_path"].value).parent / "positions" / "positions.json").read_text())
+    assert report["used"] == 2 and report["disagreements"] == on["positions_disagreements"].value
+    assert off["positions_used"].value == 0 and "none in" in off["positions_notes"].value[0]
+    plain = student_op.run(student_op.profile_config("test"), student_games["targets"], student_games["init"],
+                           tmp_path / "plain")
+    assert off["version"].value == plain.version != on["version"].value
+    assert off["decisions_heldout"].value == on["decisions_heldout"].value == plain.decisions_val
+    assert on["decisions_train"].value == plain.decisions_train + 2

@@ -2,7 +2,8 @@
 teacher always turns right, a student started from a kickstarted network learns the teacher's choice, not the
 dataset's action; the soft cross-entropy is over actions; the value target mixes in the teacher's value; the targets
 file's schema is checked; the student exports to the int8 network unchanged; the float phase stops early and a
-resumed run keeps its phase; bad configs and command lines are one line."""
+resumed run keeps its phase; bad configs and command lines are one line; a row's weight multiplies its losses and
+moves the policy further; the reviewed positions train with their weights and are never held out."""
 
 from __future__ import annotations
 
@@ -319,3 +320,128 @@ def test_profiles_and_the_command_line(world, student, tmp_path):
     doc = json.loads(out)
     assert doc["resumed_from_epoch"] == 3 and doc["epochs"] == 0 and doc["version"] == r.version
     assert doc["student"] == r.heldout["scalars"]
+
+
+# -- row weights and the reviewed positions ------------------------------------------------------------------------
+def _labels(world, rows: int = 6, weight: float = 8.0) -> pa.Table:
+    """Labelled position rows made of the targets' first ``rows`` decisions (games -1, -2, ...; the target policy
+    the teacher's), each of ``weight``."""
+    from ops.loong_position_labels import encode_labels
+
+    table = load_targets(world["targets"]).slice(0, rows).to_pylist()
+    for k, r in enumerate(table):
+        r.update(game=-1 - k, bot="position", position=f"p{k}", weight=weight, target_policy=r["teacher_policy"],
+                 agrees=True)
+    return encode_labels(table)
+
+
+def test_a_rows_weight_multiplies_its_losses(world):
+    data = read_targets(world["targets"])
+    assert data.weight is None and data.train_only is None
+    batch = DecisionDataset(data, np.arange(40)).__getitems__(list(range(40)))
+    assert "weight" not in batch
+    module = KickstartModule(value_mix=0.5, seed=1)
+    value, logits, pl, vl = module._losses(batch)
+    ce = soft_cross_entropy(logits, batch["target"], batch["group"])
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(
+        value.float(), value_target(batch["outcome"], batch["teacher_value"], 0.5), reduction="none")
+    w = torch.linspace(0.5, 4.0, 40)
+    _, _, wpl, wvl = module._losses({**batch, "weight": w})
+    assert torch.isclose(wpl, (w * ce).mean()) and torch.isclose(wvl, (w * bce).mean())
+    assert torch.isclose(pl, ce.mean()) and not torch.isclose(wpl, pl)
+    _, _, opl, ovl = module._losses({**batch, "weight": torch.ones(40)})
+    assert torch.equal(opl, pl) and torch.equal(ovl, vl)
+    hard = {k: v for k, v in batch.items() if k not in ("target", "group")}  # the kickstart's loss weighs the same
+    _, hl, hpl, _ = module._losses({**hard, "weight": w})
+    per = torch.logsumexp(hl.float(), 1) - torch.logsumexp(torch.where(hard["same"], hl.float(), -1e9), 1)
+    assert torch.isclose(hpl, (w * per).mean(), rtol=1e-4)
+    cols = {c: load_targets(world["targets"], COLUMNS)[c].to_pylist() for c in COLUMNS}
+    cols["weight"] = [2.0] * len(cols["chosen"])
+    assert DecisionDataset(decode(cols), np.arange(3)).__getitems__([0, 1, 2])["weight"].tolist() == [2.0] * 3
+    cols["weight"][2] = 0.0
+    with pytest.raises(ValueError, match=r"^weight: row 2 holds 0.0, want a positive number$"):
+        decode(cols)
+
+
+def test_a_weighted_row_moves_the_trained_policy_more(world):
+    """Ten AdamW steps on 16 decisions, one of them (its target moved to an action the teacher never takes, the
+    last tapped candidate's) weighing 8 or 1: weighted, the student's soft cross-entropy on that decision falls much
+    further (the others' weights fixed; the same seed and init)."""
+    data = read_targets(world["targets"])
+    r = 3
+
+    def trained(weight: float) -> tuple[float, float]:
+        module = KickstartModule(value_mix=0.5, seed=1, learning_rate=3e-3)
+        opt = module.configure_optimizers()
+        batch = DecisionDataset(data, np.arange(16)).__getitems__(list(range(16)))
+        other = int(np.flatnonzero(batch["mask"][r].numpy())[-1])
+        batch["target"][r] = torch.where(batch["group"][r] == batch["group"][r, other], 1.0, 0.0)
+        batch["target"][r] /= batch["target"][r].sum()
+        assert not bool(batch["teacher_same"][r, other])
+        batch["weight"] = torch.ones(16)
+        batch["weight"][r] = weight
+        with torch.no_grad():
+            before = float(soft_cross_entropy(module(batch)[1], batch["target"], batch["group"])[r])
+        for _ in range(10):
+            opt.zero_grad()
+            _, _, pl, vl = module._losses(batch)
+            (pl + 0.5 * vl).backward()
+            opt.step()
+        with torch.no_grad():
+            return before, float(soft_cross_entropy(module(batch)[1], batch["target"], batch["group"])[r])
+
+    (b1, one), (b8, eight) = trained(1.0), trained(8.0)
+    assert b1 == b8
+    assert b8 - eight > 2 * (b1 - one) > 0  # measured: 1.56 against 0.53 nats
+
+
+def test_positions_train_with_their_weights_and_are_never_held_out(world, student, tmp_path):
+    """The targets plus six labelled positions: trained on (another network), the held-out rows and the init's
+    held-out figures the targets' alone, the positions counted apart; a targets row with a negative game (the
+    positions' mark) is refused in one line."""
+    from gpu.loong_kickstart import DecisionDataModule
+
+    labels = _labels(world)
+    data = read_targets(world["targets"], labels)
+    assert int(data.train_only.sum()) == 6 and data.weight[data.train_only].tolist() == [8.0] * 6
+    assert data.weight[~data.train_only].tolist() == [1.0] * int((~data.train_only).sum())
+    dm = DecisionDataModule(data, batch_size=32, holdout_fraction=0.34, seed=0)
+    plain = DecisionDataModule(read_targets(world["targets"]), batch_size=32, holdout_fraction=0.34, seed=0)
+    assert set(np.flatnonzero(data.train_only)) <= set(dm.train_rows.tolist())
+    assert dm.val_rows.tolist() == plain.val_rows.tolist()  # positions come last: the targets' rows keep their index
+    base, _ = student
+    r = run(profile_config("test"), world["targets"], world["init"], tmp_path / "pos", positions=labels)
+    assert r.positions == {"rows": 6, "total_weight": 48.0, "dropped": 0} and r.summary()["positions"] == r.positions
+    assert r.decisions_val == base.decisions_val and r.decisions_train == base.decisions_train + 6
+    assert r.init_heldout["scalars"] == base.init_heldout["scalars"] and r.version != base.version
+    table = load_targets(world["targets"])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    games = table["game"].to_pylist()
+    games[0] = -5
+    pq.write_table(table.set_column(table.schema.get_field_index("game"), "game", pa.array(games, pa.int32()))
+                   .replace_schema_metadata(SCHEMA.metadata), bad / "part-000000.parquet")
+    with pytest.raises(StudentError, match=r"bad: game: row 0 holds -5; negative games are the positions'$"):
+        read_targets(bad, labels)
+
+
+def test_the_command_lines_positions(world, student, tmp_path):
+    r, _ = student
+    base = ("--profile", "test", "--targets", str(world["targets"]), "--init", str(world["init"]), "--out",
+            str(r.network.parent))
+    junk = tmp_path / "teacher.json"
+    junk.write_text("[]")
+    for argv, code, want in [
+        ((*base, "--positions", str(tmp_path / "none")), 0, "no positions; training on the targets alone"),
+        ((*base, "--positions", str(tmp_path / "none"), "--teacher", str(junk)), 2,
+         f"loong_student: --teacher {junk}: not a teacher record (TypeError: list indices must be integers or "
+         "slices, not str)\n"),
+    ]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            got = main(list(argv))
+        assert got == code and want in err.getvalue()
+        if code == 0:
+            assert json.loads(out.getvalue())["positions"] == {}
+        else:
+            assert err.getvalue() == want
