@@ -25,10 +25,14 @@ def builds_root(store: ArtifactStoreResource) -> Path:
     return store.store().root / "loong" / "builds"
 
 
-LEAGUE = {  # profile -> maps a pass, their distribution, games a pairing a map, round limit, PFSP draws a pass
-    "test": dict(maps=1, dist=league_op.MapDistribution(12, 16), games=2, rounds=40, pfsp=2),
-    "small": dict(maps=3, dist=league_op.MapDistribution(20, 40), games=2, rounds=500, pfsp=6),
-    "full": dict(maps=6, dist=league_op.MapDistribution(), games=10, rounds=500, pfsp=40),
+LEAGUE = {  # profile -> maps a pass, their distribution, games a pairing a map, round limit, PFSP draws a pass,
+    # whether the games are played on the batched simulator (docs/benchmarks.md, "League throughput": on this CPU the
+    # reference runner plays 2.6x as many games an hour at 12 lanes a map and 1.1x at 60, so small, about 30-40
+    # lanes a map, keeps it; test plays batched to exercise it; full's batched is a placeholder for a GPU box, not
+    # yet measured on one)
+    "test": dict(maps=1, dist=league_op.MapDistribution(12, 16), games=2, rounds=40, pfsp=2, batched=True),
+    "small": dict(maps=3, dist=league_op.MapDistribution(20, 40), games=2, rounds=500, pfsp=6, batched=False),
+    "full": dict(maps=6, dist=league_op.MapDistribution(), games=10, rounds=500, pfsp=40, batched=True),
 }
 CURRENT = "build:expert-0"  # the current network's bot: PFSP's player once a loong_network_int8 is published
 
@@ -51,6 +55,12 @@ class LoongLeagueAssetConfig(dg.Config):
                                                           "plays; empty: no PFSP games")
     pfsp_draws: int | None = Field(default=None, description="PFSP draws a pass (a generated map each); None: the "
                                                              "profile's")
+    batched: bool | None = Field(default=None, description="play on the batched simulator: builds that carry their "
+                                                           "network run it batched, the rest through the judge; "
+                                                           "the same games as the reference runner; None: the "
+                                                           "profile's")
+    device: str = Field(default="auto", description="torch device of the simulator and the batched networks: "
+                                                   "cpu, cuda[:N], or auto (cuda when torch sees a GPU)")
 
 
 def admitted_mimics(store) -> list[str]:
@@ -122,20 +132,26 @@ def loong_league(
         players=tuple(players), maps=maps,
         games_per_map=config.games_per_map if config.games_per_map is not None else p["games"],
         max_rounds=config.max_rounds if config.max_rounds is not None else p["rounds"],
-        seed=seed, builds=str(root), current=current, pfsp=pfsp)
+        seed=seed, builds=str(root), current=current, pfsp=pfsp,
+        batched=config.batched if config.batched is not None else p["batched"],
+        device=league_op.league_device(config.device))
     factories, loaded = validated("loong_league", league_op.check_config, league)  # before the MLflow run
     executor = execution.executor("loong_league")
     version = version_id(context)
     out = store.dir(GROUP, "loong_league", version)
     with mlflow.run(context, GROUP, profile.name, tags={"league_pass": str(index)}) as tracker:
-        tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps),
+        tracker.log_params({"players": ",".join(players), "maps": ";".join(league.maps), "batched": league.batched,
                             "games_per_map": league.games_per_map, "max_rounds": league.max_rounds,
                             "pass": index, "pass_seed": seed, "current": current, "pfsp_draws": len(pfsp)})
 
         def progress(done: int, total: int) -> None:
             context.log.info(f"loong_league: pairing {done}/{total} done ({executor.backend} x{executor.workers})")
 
-        r = league_op.run_pass(league, progress=progress, factories=factories, maps=loaded, executor=executor)
+        def map_done(done: int, total: int) -> None:
+            context.log.info(f"loong_league: map {done}/{total} played, every pairing in one simulator batch")
+
+        r = league_op.run_pass(league, progress=progress, factories=factories, maps=loaded, executor=executor,
+                               on_map_done=map_done)
         result = r.league
         doc = {"players": players, "maps": list(league.maps), "ratings": [x.as_dict() for x in result.ratings],
                "pairings": result.table(), "failures": [list(f) for f in result.failures], "pass": index,
@@ -191,12 +207,24 @@ MIMIC_BOTS = ("foil", "expert-h")  # the pool's bots the replay dataset records 
 MIMIC_KICKSTART = {"test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34),
                    "small": dict(shape="v1t2c16", epochs=2, quantised_epochs=1, batch_size=64),
                    "full": dict(shape="v1t4c32", epochs=12, quantised_epochs=3, batch_size=256, accelerator="auto")}
+MIMIC_GAMES = {"test": 3, "small": 18, "full": 600}  # a build's own games against the foil (the dataset lacks them)
+
+
+def mimic_bots(root: Path) -> list[str]:
+    """The default bots to imitate: the dataset's (``MIMIC_BOTS``) and every released expert-N of the build store
+    (``ops.loong_league.RELEASED``) as 'build:expert-N', in release order."""
+    released = [n for n in league_op.registered_names(root) if league_op.RELEASED.match(n)]
+    return [*MIMIC_BOTS, *(f"build:{n}" for n in sorted(released, key=lambda n: int(n.split("-")[1])))]
 
 
 class MimicsAssetConfig(dg.Config):
-    bots: list[str] = Field(default=list(MIMIC_BOTS), description="the dataset's bots to imitate, one mimic each")
+    bots: list[str] = Field(default=[], description="bots to imitate, one mimic each: the dataset's, or builds as "
+                                                    "build:<name|id> (their games recorded first); empty: foil, "
+                                                    "expert-h and every released expert-N of the build store")
+    games: int | None = Field(default=None, description="a build's own games recorded against the foil; None: the "
+                                                        "profile's (test 3, small 18, full 600)")
     epochs: int | None = Field(default=None, description="float epochs; None: the profile's")
-    seed: int = Field(default=0, description="initial weights, held-out games and shuffle")
+    seed: int = Field(default=0, description="initial weights, held-out games, shuffle and recorded games")
 
 
 @dg.asset(
@@ -207,41 +235,50 @@ class MimicsAssetConfig(dg.Config):
                                                "out of the league (reported, not blocking)")],
 )
 def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, mlflow: MlflowResource,
-                 artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
-    """Networks that play like the pool's bots (imitation of one bot's decisions), compiled into expert-0's C and
-    registered as mimic-<bot> only when they pass the fidelity check; the league plays the admitted ones."""
+                 artifact_store: ArtifactStoreResource, profile: ProfileResource,
+                 execution: ExecutionResource) -> dg.MaterializeResult:
+    """Networks that play like the pool's bots (imitation of one bot's decisions; a build's own games recorded
+    first), compiled into expert-0's C and registered as mimic-<bot> (mimic-<build name>) only when they pass the
+    fidelity check; the league plays the admitted ones."""
     from ops import loong_kickstart as kick
     from ops import loong_mimic as mimic_op
 
     store = artifact_store.store()
+    root = builds_root(artifact_store)
     data = store.latest(GROUP, "loong_replay_dataset")
     if data is None:
         raise dg.Failure("loong_mimics: no published loong_replay_dataset; materialise it first", allow_retries=False)
-    if not config.bots:
-        raise dg.Failure("loong_mimics: bots: name at least one bot to imitate", allow_retries=False)
+    bots = list(config.bots) or mimic_bots(root)
+    twice = sorted({b for b in bots if bots.count(b) > 1})
+    if twice:
+        raise dg.Failure(f"loong_mimics: bots: listed twice: {', '.join(twice)}", allow_retries=False)
+    games = config.games if config.games is not None else MIMIC_GAMES[profile.checked()]
     base = kick.KickstartConfig(**MIMIC_KICKSTART[profile.checked()])
     overrides = {"seed": config.seed, **({"epochs": config.epochs} if config.epochs is not None else {})}
-    cfgs = [mimic_op.MimicConfig(bot, validated("loong_mimics", lambda: kick.with_overrides(base, **overrides)))
-            for bot in config.bots]
-    for c in cfgs:
+    kickstart = validated("loong_mimics", lambda: kick.with_overrides(base, **overrides))
+    cfgs = [mimic_op.MimicConfig(bot, kickstart, games=games, builds=str(root)) for bot in bots]
+    for c in cfgs:  # every bot and build checked before any training
         validated("loong_mimics", mimic_op.check_config, c)
+        validated("loong_mimics", mimic_op.own_games, c, data)
+    executor = execution.executor("loong_mimics")
     version = version_id(context)
     out = store.dir(GROUP, "loong_mimics", version)
     rows = []
     with mlflow.run(context, GROUP, profile.name) as tracker:
-        tracker.log_params({"bots": ",".join(config.bots), "threshold": mimic_op.FIDELITY_THRESHOLD,
-                            "dataset": str(data)})
+        tracker.log_params({"bots": ",".join(bots), "threshold": mimic_op.FIDELITY_THRESHOLD, "dataset": str(data),
+                            "games": games})
         for c in cfgs:
             try:
-                r = mimic_op.train(c, data, out / c.bot,
+                r = mimic_op.train(c, data, out / c.name, executor=executor,
                                    progress=lambda line, b=c.bot: context.log.info(f"loong_mimics: {b}: {line}"))
             except mimic_op.MimicError as e:
                 raise dg.Failure(f"loong_mimics: {e}", allow_retries=False) from None
-            build = mimic_op.admit(r, builds_root(artifact_store))
+            build = mimic_op.admit(r, root)
             row = {**r.as_dict(), "build_id": build.id if build else None}
             rows.append(row)
             context.log.info(f"loong_mimics: {c.name}: agreement {r.agreement:.3f} on {r.decisions_heldout} held-out "
-                             f"decisions, {'admitted' if build else 'refused'} (threshold {r.threshold})")
+                             f"decisions{f' of {r.recorded_games} recorded games' if r.recorded_games else ''}, "
+                             f"{'admitted' if build else 'refused'} (threshold {r.threshold})")
             tracker.log_metrics({_metric(f"agreement_{c.bot}"): r.agreement, _metric(f"admitted_{c.bot}"): float(
                 build is not None)})
         (out / MIMICS).write_text(json.dumps({"threshold": mimic_op.FIDELITY_THRESHOLD, "mimics": rows}, indent=2))
@@ -250,7 +287,8 @@ def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, m
     store.publish(GROUP, "loong_mimics", version)
     meta.update({
         "mimics": dg.MetadataValue.md(markdown_table(
-            rows, ["name", "agreement", "threshold", "decisions_heldout", "passed"], {"agreement": "{:.3f}"})),
+            rows, ["name", "bot", "agreement", "threshold", "decisions_heldout", "recorded_games", "passed"],
+            {"agreement": "{:.3f}"})),
         "admitted": dg.MetadataValue.json([m["name"] for m in rows if m["passed"]]),
         "path": dg.MetadataValue.path(str(out)),
     })

@@ -130,10 +130,11 @@ def play_batched_games(
 ) -> list[MatchResult]:
     """Play one game per (map, seed) on the batched simulator and return reference ``MatchResult``s.
 
-    ``policies`` is one policy for both teams or (team 0, team 1). At most ``batch_size`` games run at
-    once (default: all); finished lanes take the next game. Every turn, every round's state hash (from
-    the simulator's own tensors) and the result are recorded, so ``save_replay`` writes replays that
-    ``verify_replay`` re-simulates in the reference engine. ``scheduler_k`` plays in parallel-turn waves.
+    ``policies`` is one policy for both teams or (team 0, team 1); a policy with ``reads_sim = True`` is asked
+    ``policy(sim, lane_game)`` (``lane_game`` [B]: each lane's index into ``maps``) for every lane's turn. At
+    most ``batch_size`` games run at once (default: all); finished lanes take the next game. Every turn, every
+    round's state hash (from the simulator's own tensors) and the result are recorded, so ``save_replay`` writes
+    replays that ``verify_replay`` re-simulates in the reference engine. ``scheduler_k`` plays in parallel-turn waves.
     ``stats`` (a dict) receives turns, steps, waves and seconds.
     """
     if len(maps) != len(seeds):
@@ -165,8 +166,16 @@ def play_batched_games(
                 for b, g in fresh:
                     lane_game[b] = g
 
+    host = getattr(pols[0], "reads_sim", False)
+    if host and (pols[1] is not pols[0] or scheduler_k):
+        raise ValueError("a policy that reads the simulator plays both teams, without the wave scheduler")
     while not sim.all_over():
-        if scheduler_k:
+        if host:  # it observes the lanes itself (e.g. reference observations for judged bots: ops/loong_batched.py)
+            t0 = time.perf_counter()
+            sim.step(pols[0](sim, lane_game))
+            think[0] += time.perf_counter() - t0
+            after_step()
+        elif scheduler_k:
             applied = run_wave(sim, pols, scheduler_k, after_step, think)
             counts["waves"] += 1
             counts["wave_lanes"] += int((applied > 0).sum())

@@ -54,6 +54,32 @@ class LoongLeagueConfig:
     """The player PFSP serves (the current network's bot, e.g. 'build:expert-0'); empty: no PFSP games."""
     pfsp: tuple[tuple[str, str], ...] = ()
     """The current player's PFSP draws: (opponent, map spec) each, ``games_per_map`` games a draw."""
+    batched: bool = False
+    """Play on the batched simulator (ops.loong_batched): builds that carry their network run it batched, every
+    other player through the judge or in Python; the same games and results as the reference runner."""
+    device: str = "cpu"
+    """The simulator's and the batched networks' torch device when ``batched``."""
+    batch_networks: str = "auto"
+    """When ``batched``, how network builds evaluate: 'torch' all waiting dragons in one integer forward
+    (gpu.loong_int8_batch), 'native' each dragon's network in C inside its core, 'auto' torch on an accelerator and
+    native on the CPU (where C is the faster: docs/benchmarks.md, "League throughput")."""
+
+    def network_batch(self) -> bool:
+        """Whether network builds run their networks batched in torch."""
+        if self.batch_networks == "auto":
+            import torch
+
+            return torch.device(self.device).type != "cpu"
+        return self.batch_networks == "torch"
+
+
+def league_device(name: str) -> str:
+    """'auto': 'cuda' when torch sees a GPU, else 'cpu'; any other name as it is (check_config refuses bad ones)."""
+    if name != "auto":
+        return name
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def resolve_players(config: LoongLeagueConfig) -> dict[str, BotFactory]:
@@ -110,6 +136,15 @@ def check_config(config: LoongLeagueConfig) -> tuple[dict[str, BotFactory], list
     twice = sorted({p for p in config.players if config.players.count(p) > 1})
     if twice:
         raise LeagueConfigError(f"players: listed twice: {', '.join(twice)}")
+    if config.batched:
+        import torch
+
+        if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", config.device):
+            raise LeagueConfigError(f"device: want cpu or cuda[:N], got {config.device!r}")
+        if config.device.startswith("cuda") and not torch.cuda.is_available():
+            raise LeagueConfigError(f"device: {config.device!r} asked for, but torch sees no GPU")
+    if config.batch_networks not in ("auto", "torch", "native"):
+        raise LeagueConfigError(f"batch_networks: want auto, torch or native, got {config.batch_networks!r}")
     for name in ("games_per_map", "max_rounds"):
         if getattr(config, name) < 1:
             raise LeagueConfigError(f"{name}: must be at least 1, got {getattr(config, name)}")
@@ -140,6 +175,40 @@ def check_config(config: LoongLeagueConfig) -> tuple[dict[str, BotFactory], list
 
 
 _FACTORIES: dict[LoongLeagueConfig, dict[str, BotFactory]] = {}
+_NETWORKS: dict[LoongLeagueConfig, dict] = {}
+
+
+def resolve_networks(config: LoongLeagueConfig) -> dict:
+    """Name -> ``ops.loong_batched.NetworkPlayer`` for every 'build:' player whose build carries its network
+    (bot.expert0.network_player): its native twin and the batched network. Other players are not listed."""
+    builds = [name for name in config.players if name.startswith("build:")]
+    if not builds:
+        return {}
+    from bot.expert0 import network_player
+    from gpu.loong_int8_batch import BatchedInt8Net
+    from ops.loong_batched import NetworkPlayer
+
+    root = Path(config.builds) if config.builds else builds_root()
+    out = {}
+    for name in builds:
+        nb = network_player(root, _build_ref(root, name))
+        if nb is not None:
+            batch = BatchedInt8Net(nb.net, device=config.device) if config.network_batch() else None
+            out[name] = NetworkPlayer(nb.factory(), batch)
+    return out
+
+
+def _play_batched(a: str, b: str, config: LoongLeagueConfig, maps: list[LoongMap], index: list[int],
+                  factories: Mapping[str, BotFactory], seed: int) -> MatchTally:
+    """``play_pairing``'s games on the batched simulator (ops.loong_batched): the same seeds, sides and tally."""
+    from ops import loong_batched as lb
+
+    networks = {n: p for n, p in _networks(config).items() if n in (a, b)}
+    games = lb.series_games(a, b, maps, config.games_per_map, seed, index)
+    stats = lb.BatchStats()
+    results = lb.play_games(games, factories, networks, max_rounds=config.max_rounds, device=config.device,
+                            stats=stats)
+    return lb.tally(a, b, games, results, [stats.moves[g] for g in range(len(games))])
 
 
 def play_pairing(a: str, b: str, config: LoongLeagueConfig, maps: list[LoongMap],
@@ -153,11 +222,67 @@ def play_pairing(a: str, b: str, config: LoongLeagueConfig, maps: list[LoongMap]
             _FACTORIES[config] = resolve_players(config)
         factories = _FACTORIES[config]
     k, n = part
+    if config.batched:
+        index = [i for i in range(len(maps)) if i % n == k]
+        return _play_batched(a, b, config, [maps[i] for i in index], index, factories, seed)
     return MatchTally.merged(a, b, [
         play_series(a, b, m, games=config.games_per_map, seed=seed * 7919 + i, max_rounds=config.max_rounds,
                     bots=factories).tally
         for i, m in enumerate(maps) if i % n == k
     ])
+
+
+def _networks(config: LoongLeagueConfig) -> dict:
+    if config not in _NETWORKS:
+        _NETWORKS[config] = resolve_networks(config)
+    return _NETWORKS[config]
+
+
+def play_map(jobs: Sequence[tuple[str, str, int]], config: LoongLeagueConfig, maps: list[LoongMap], i: int,
+             factories: Mapping[str, BotFactory] | None = None, *, seed: int = 0) -> list[MatchTally]:
+    """Every pairing's games on map ``i`` in one batch on the simulator (``config.batched``): pairing (a, b, s)
+    plays the games ``play_pairing`` plays there (series seed ``s * 7919 + i``, sides swapped in pairs); one tally a
+    pairing, in ``jobs`` order. ``seed`` is unused (each pairing has its own)."""
+    from ops import loong_batched as lb
+
+    if factories is None:
+        if config not in _FACTORIES:
+            _FACTORIES[config] = resolve_players(config)
+        factories = _FACTORIES[config]
+    games: list = []
+    spans = []
+    for a, b, s in jobs:
+        mine = lb.series_games(a, b, [maps[i]], config.games_per_map, s, [i])
+        spans.append((len(games), len(games) + len(mine)))
+        games += mine
+    stats = lb.BatchStats()
+    results = lb.play_games(games, factories, _networks(config), max_rounds=config.max_rounds, device=config.device,
+                            stats=stats)
+    return [lb.tally(a, b, games[x:y], results[x:y], [stats.moves[k] for k in range(x, y)])
+            for (a, b, _), (x, y) in zip(jobs, spans, strict=True)]
+
+
+def batched_map_pairs(executor: Executor, config: LoongLeagueConfig, maps: list[LoongMap],
+                      factories: Mapping[str, BotFactory] | None,
+                      on_map_done: Callable[[int, int], None] | None = None):
+    """A ``map_pairs`` for ``games.league.round_robin`` that plays a map a work item, every pairing's games on it
+    in one simulator batch (``play_map``); a pairing's tally merges its maps in map order, the same games and
+    tallies as ``league_pairings`` with ``play_pairing``. A map whose item failed every attempt fails every
+    pairing (each recorded with that error; the league goes on)."""
+
+    def map_pairs(jobs: list[tuple[str, str, int]]):
+        items = [WorkItem(f"map {i + 1}/{len(maps)} ({maps[i].width}x{maps[i].height}), {len(jobs)} pairings",
+                          play_map, (jobs, config, maps, i, factories)) for i in range(len(maps))]
+        done: dict[int, object] = {}
+        for o in executor.run(items):
+            done[o.index] = o.value if o.ok else o.error
+            if on_map_done is not None:
+                on_map_done(len(done), len(maps))
+        errors = [done[i] for i in range(len(maps)) if isinstance(done[i], BaseException)]
+        for k, (a, b, _) in enumerate(jobs):
+            yield k, errors[0] if errors else MatchTally.merged(a, b, [done[i][k] for i in range(len(maps))])
+
+    return map_pairs
 
 
 @dataclass
@@ -179,14 +304,19 @@ def run(config: LoongLeagueConfig, progress: Callable[[int, int], None] | None =
 
 def run_pass(config: LoongLeagueConfig, progress: Callable[[int, int], None] | None = None,
              factories: Mapping[str, BotFactory] | None = None, maps: list[LoongMap] | None = None,
-             executor: Executor | None = None) -> PassResult:
+             executor: Executor | None = None,
+             on_map_done: Callable[[int, int], None] | None = None) -> PassResult:
     """``run`` with the round robin's and the PFSP draws' tallies kept apart as well. A PFSP draw that fails
-    every attempt is a failure (current, opponent, error); the pass goes on."""
+    every attempt is a failure (current, opponent, error); the pass goes on. ``on_map_done(done, total)``: a
+    batched pass's maps as they finish (its pairings finish with the last map)."""
     executor = executor or InProcessExecutor()
     factories = dict(factories) if factories is not None else resolve_players(config)
     maps = maps if maps is not None else load_maps(config)
     shipped = factories if executor.backend == "inprocess" else None  # factories hold compiled code: not sent
-    map_pairs = league_pairings(executor, play_pairing, config, maps, shipped, parts=len(maps))  # a map an item
+    if config.batched:  # a map an item, every pairing's games in one simulator batch
+        map_pairs = batched_map_pairs(executor, config, maps, shipped, on_map_done)
+    else:
+        map_pairs = league_pairings(executor, play_pairing, config, maps, shipped, parts=len(maps))  # a map an item
     rr = round_robin(config.players, None, seed=config.seed, anchor="random", on_pair_done=progress,
                      map_pairs=map_pairs)
     if not config.pfsp:

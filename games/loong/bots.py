@@ -151,19 +151,24 @@ class _Seat:
             self.error = f"bot factory raised {type(e).__name__}: {e}"
 
 
-def ask_bot(seat: _Seat, obs: Observation, game: Game) -> tuple[Action, Sonar | None]:
-    """The bot's turn, with any failure turned into a Forfeit naming the reason."""
+def ask_bot(seat: _Seat, obs: Observation, game: Game | None = None) -> tuple[Action, Sonar | None]:
+    """The bot's turn, with any failure turned into a Forfeit naming the reason (``game`` is not read: the
+    observation holds the dragon's length and its team's living count)."""
     if seat.error is not None:
         return Forfeit(seat.error), None
     try:
         reply = seat.bot.act(obs)
     except Exception as e:  # noqa: BLE001
         return Forfeit(f"bot raised {type(e).__name__}: {e}"), None
+    return checked_reply(reply, obs)
+
+
+def checked_reply(reply: object, obs: Observation) -> tuple[Action, Sonar | None]:
+    """A bot's reply to ``obs`` in its one spelling, or a Forfeit naming why the rules refuse it."""
     if not isinstance(reply, tuple) or len(reply) != 2:
         return Forfeit(f"bot returned {reply!r:.80}, not (action, sonar)"), None
     action, sonar = reply
-    d = game.dragons[obs.dragon_id]
-    reason = check_action(action, len(d.body), game.living[d.team]) or check_sonar(sonar)
+    reason = check_action(action, len(obs.body), obs.team_living) or check_sonar(sonar)
     if reason is not None:
         return Forfeit(reason), None
     return canonical(action, sonar)  # replays store one spelling of each turn

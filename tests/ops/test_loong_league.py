@@ -135,14 +135,16 @@ BROKEN = {
 }
 
 
-def test_broken_builds_lose_their_games_and_the_league_finishes(tmp_path):
+@pytest.mark.parametrize("batched", [False, True])
+def test_broken_builds_lose_their_games_and_the_league_finishes(tmp_path, batched):
     root = tmp_path / "builds"
     for player, act in BROKEN.items():
         register(root, bot(act), name=player.removeprefix("build:"))
     register(root, NORTH, name="north")
     players = ("random", "build:north", *BROKEN)
     config = lg.LoongLeagueConfig(players=players, maps=("gen:12x12:lr:seed=1",), games_per_map=2, max_rounds=30,
-                                  builds=str(root), current="random", pfsp=(("build:spin", "gen:12x12:tb:seed=2"),))
+                                  builds=str(root), current="random", pfsp=(("build:spin", "gen:12x12:tb:seed=2"),),
+                                  batched=batched)
     r = lg.run_pass(config)
     assert r.league.failures == []
     assert len(r.league.tallies) == len(players) * (len(players) - 1) // 2
