@@ -30,10 +30,19 @@ class WasmBuildConfig(dg.Config):
     network_version: str = Field(default="", description="version of the int8 network compiled in, if any")
 
 
+SEARCHING_BUILD = {"test": False, "small": False, "full": True}
+"""Whether loong_wasm_build also registers the network's searching build (expert-0-search), which the full
+profile's league plays as the current network "with its search"; on this CPU a searching turn costs about 57M
+points in the judge (docs/benchmarks.md, "The bot's search"), about 8 times expert-0's 7.3M
+(docs/loong-expert0.md), too slow for the small league."""
+
+
 @dg.asset(group_name=GROUP, kinds={"wasm"}, deps=["loong_network_int8"])
-def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
-    """A registered .wasm bot build, the expert core's expert-h beside it and expert-0 with the latest int8 network:
-    compiled with ziglang, stored by content id, played forever alike."""
+def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResource,
+                     profile: ProfileResource) -> dg.MaterializeResult:
+    """A registered .wasm bot build, the expert core's expert-h beside it and expert-0 with the latest int8 network
+    (with the full profile its searching build too): compiled with ziglang, stored by content id, played forever
+    alike."""
     from bot.builds import build_from_source
     from bot.expert_h import build_expert_h
 
@@ -45,6 +54,7 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
                               network_version=config.network_version or None)
     expert = build_expert_h(builds_root(artifact_store))  # the sonar secret from bot.team_keys, never from git
     expert0 = _expert0_build(artifact_store)
+    searching = _expert0_build(artifact_store, search=True) if SEARCHING_BUILD[profile.checked()] else None
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
     (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
         json.dumps({"id": build.id, "name": build.name}, indent=2))
@@ -59,12 +69,13 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
         "expert_h_build_id": dg.MetadataValue.text(expert.id),
         "expert0_build_id": dg.MetadataValue.text(expert0.id if expert0 else "none: no loong_network_int8 published"),
         "expert0_network_version": dg.MetadataValue.text(expert0.meta["network_version"] if expert0 else ""),
+        "expert0_search_build_id": dg.MetadataValue.text(searching.id if searching else "none"),
     })
 
 
-def _expert0_build(artifact_store: ArtifactStoreResource):
-    """expert-0 with the latest published loong_network_int8 compiled in, registered as 'expert-0' (None when no
-    network is published)."""
+def _expert0_build(artifact_store: ArtifactStoreResource, search: bool = False):
+    """expert-0 with the latest published loong_network_int8 compiled in, registered as 'expert-0' (``search``:
+    the searching build, 'expert-0-search'); None when no network is published."""
     from bot.expert0 import build_expert0
     from bot.int8_expert import load
 
@@ -75,7 +86,7 @@ def _expert0_build(artifact_store: ArtifactStoreResource):
         net = load(published / "network.npz")
     except ValueError as e:
         raise dg.Failure(f"loong_wasm_build: loong_network_int8: {e}", allow_retries=False) from None
-    return build_expert0(builds_root(artifact_store), net)
+    return build_expert0(builds_root(artifact_store), net, search=search)
 
 
 def fanned_out(context: dg.AssetExecutionContext, asset: str, unit: str, executor, work):

@@ -35,6 +35,8 @@ LEAGUE = {  # profile -> maps a pass, their distribution, games a pairing a map,
     "full": dict(maps=6, dist=league_op.MapDistribution(), games=10, rounds=500, pfsp=40, batched=True),
 }
 CURRENT = "build:expert-0"  # the current network's bot: PFSP's player once a loong_network_int8 is published
+SEARCHING = "build:expert-0-search"  # the current network with its search (registered by loong_wasm_build in full);
+# PFSP's player where it plays
 
 
 class LoongLeagueAssetConfig(dg.Config):
@@ -43,16 +45,19 @@ class LoongLeagueAssetConfig(dg.Config):
                                            "loong_wasm_build, build:expert-h the expert core's baseline, "
                                            "build:expert-0 the network's bot; empty: foil, random, build:latest, "
                                            "build:expert-h, build:expert-0 once a loong_network_int8 is "
-                                           "published, and the build store's pool (released expert-N, expert-0's "
-                                           "snapshots, admitted mimics)")
+                                           "published (and build:expert-0-search, the network with its search, "
+                                           "where loong_wasm_build registered it: the full profile), and the "
+                                           "build store's pool (released expert-N, expert-0's snapshots, admitted "
+                                           "mimics)")
     maps: list[str] = Field(default=[], description="map specs; empty: the profile's count drawn from its size and "
                                                     "symmetry distribution, seeded by the pass")
     games_per_map: int | None = Field(default=None, description="games a pairing on each map; None: the profile's")
     max_rounds: int | None = Field(default=None, description="round limit; None: the profile's (500 but in tests)")
     seed: int = Field(default=0, description="league seed; each pass's seed (maps, PFSP draws, games) derives from "
                                              "it and the pass's index in the history")
-    current: str | None = Field(default=None, description="the player PFSP serves; None: build:expert-0 when it "
-                                                          "plays; empty: no PFSP games")
+    current: str | None = Field(default=None, description="the player PFSP serves; None: the current network with "
+                                                          "its search (build:expert-0-search) when it plays, else "
+                                                          "build:expert-0 when it plays; empty: no PFSP games")
     pfsp_draws: int | None = Field(default=None, description="PFSP draws a pass (a generated map each); None: the "
                                                              "profile's")
     batched: bool | None = Field(default=None, description="play on the batched simulator: builds that carry their "
@@ -103,6 +108,8 @@ def loong_league(
     defaults = ["foil", "random", "build:latest", "build:expert-h"]
     if store.latest(GROUP, "loong_network_int8") is not None:
         defaults.append(CURRENT)
+        if SEARCHING.removeprefix("build:") in league_op.registered_names(root):
+            defaults.append(SEARCHING)
     if not config.players:
         defaults += [q for q in league_op.pool_players(root, admitted_mimics(store)) if q not in defaults]
     for q in config.players or defaults:
@@ -112,7 +119,8 @@ def loong_league(
                                  "published; materialise loong_wasm_build first", allow_retries=False)
             q = "build:" + latest.name
         players.append(q)
-    current = config.current if config.current is not None else (CURRENT if CURRENT in players else "")
+    current = config.current if config.current is not None else next((q for q in (SEARCHING, CURRENT) if q in players),
+                                                                      "")
     maps = tuple(config.maps) or validated("loong_league", league_op.generate_map_specs, p["dist"], p["maps"], seed)
     draws = config.pfsp_draws if config.pfsp_draws is not None else p["pfsp"]
     if draws < 0:

@@ -111,3 +111,24 @@ def test_the_sensor_and_the_nightly_schedule_run_league_passes():
         "loong_league"}
     nightly = repo.get_schedule_def("nightly_loong_league")
     assert nightly.job_name == "loong_league_job"
+
+
+def test_the_current_network_with_its_search_is_pfsps_player_where_it_is_registered(resources, tmp_path):
+    resources = {**resources, "execution": ExecutionResource(backend="inprocess")}
+    store = resources["artifact_store"].store()
+    root = store.root / "loong" / "builds"
+    latest = register(root, bot("i32.const 0 i32.const 1 drop"), name="foil-c")
+    for k, name in enumerate(("expert-h", "expert-0", "expert-0-search")):
+        register(root, bot(f"i32.const {k + 2} drop i32.const 0"), name=name)
+    store.publish("loong", "loong_wasm_build", latest.id)
+    store.publish("loong", "loong_network_int8", "v1")
+    config = {"max_rounds": 5, "pfsp_draws": 1}
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        result = dg.materialize([loong_league], resources=resources, instance=instance,
+                                run_config={"ops": {"loong_league": {"config": config}}})
+    assert result.success
+    meta = result.asset_materializations_for_node("loong_league")[0].metadata
+    assert meta["current"].value == "build:expert-0-search"
+    league = json.loads((Path(meta["path"].value) / "league.json").read_text())
+    assert {"build:expert-0", "build:expert-0-search", f"build:{latest.id}"} <= set(league["players"])
+    assert [p["a"] for p in league["pfsp_pairings"]] == ["build:expert-0-search"]
