@@ -92,3 +92,20 @@ class NativeInputs:
         frames = (ctypes.c_uint64 * 4)(*[(v or 0) & (2**64 - 1) for v in sonar])
         mask = sum(1 << d for d, v in enumerate(sonar) if v is not None)
         self.lib.core_inputs_sent(self._mem, frames, mask)
+
+
+def network_of_turn(net, t: TurnInputs) -> tuple[int, np.ndarray]:
+    """``bot.int8_expert.forward`` on one turn's inputs as the core holds them (crop and overview HWC):
+    (value, scores int64 [n], INT32_MIN where a candidate has no tap) - what expert0_last reports."""
+    from bot.int8_expert import forward
+
+    sh = net.shape
+    crop = np.frombuffer(t.crop, np.uint8).reshape(sh.crop, sh.crop, sh.crop_channels).transpose(2, 0, 1)
+    ov = np.frombuffer(t.overview, np.uint8).reshape(sh.overview, sh.overview, sh.overview_channels)
+    taps = np.frombuffer(t.taps, np.uint8)
+    live = taps != NO_TAP
+    feats = np.frombuffer(t.features, np.uint8).reshape(-1, sh.features)
+    value, s = forward(net, crop, ov.transpose(2, 0, 1), np.frombuffer(t.scalars, np.uint8), feats[live], taps[live])
+    scores = np.full(len(taps), np.iinfo(np.int32).min, np.int64)
+    scores[live] = s
+    return value, scores

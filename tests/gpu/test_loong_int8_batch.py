@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from bot.core_inputs import NO_TAP
+from bot.core_inputs import NO_TAP, network_of_turn
 from bot.expert0 import Expert0, expert0_library
 from bot.int8_expert import Int8ExpertNet, check, forward, quantize
 from bot.int8ref import Layer
@@ -76,16 +76,8 @@ def turns(net, tmp_path_factory):
 
 
 def _forward(net, t) -> tuple[int, np.ndarray]:
-    sh = net.shape
-    crop = np.frombuffer(t.crop, np.uint8).reshape(sh.crop, sh.crop, sh.crop_channels).transpose(2, 0, 1)
-    ov = np.frombuffer(t.overview, np.uint8).reshape(sh.overview, sh.overview, sh.overview_channels)
-    taps = np.frombuffer(t.taps, np.uint8)
-    live = taps != NO_TAP
-    feats = np.frombuffer(t.features, np.uint8).reshape(-1, sh.features)
-    v, s = forward(net, crop, ov.transpose(2, 0, 1), np.frombuffer(t.scalars, np.uint8), feats[live], taps[live])
-    scores = np.full(len(taps), INT32_MIN, np.int64)
-    scores[live] = s
-    return v, scores
+    """forward() on one turn's inputs (bot.core_inputs.network_of_turn)."""
+    return network_of_turn(net, t)
 
 
 @pytest.mark.parametrize("device", DEVICES)

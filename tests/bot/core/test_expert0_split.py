@@ -10,9 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bot.core_inputs import NO_TAP
+from bot.core_inputs import NO_TAP, network_of_turn
 from bot.expert0 import Expert0, expert0_library
-from bot.int8_expert import forward, quantize
+from bot.int8_expert import quantize
 
 from .test_expert0 import SECRET, _model
 
@@ -31,17 +31,8 @@ def native(net, native_cache):
 
 
 def network(net, t) -> tuple[int, np.ndarray]:
-    """forward() on one turn's inputs: (value, scores int64 [n], INT32_MIN where no tap)."""
-    sh = net.shape
-    crop = np.frombuffer(t.crop, np.uint8).reshape(sh.crop, sh.crop, sh.crop_channels).transpose(2, 0, 1)
-    ov = np.frombuffer(t.overview, np.uint8).reshape(sh.overview, sh.overview, sh.overview_channels)
-    taps = np.frombuffer(t.taps, np.uint8)
-    live = taps != NO_TAP
-    feats = np.frombuffer(t.features, np.uint8).reshape(-1, sh.features)
-    value, s = forward(net, crop, ov.transpose(2, 0, 1), np.frombuffer(t.scalars, np.uint8), feats[live], taps[live])
-    scores = np.full(len(taps), INT32_MIN, np.int64)
-    scores[live] = s
-    return value, scores
+    """forward() on one turn's inputs (bot.core_inputs.network_of_turn)."""
+    return network_of_turn(net, t)
 
 
 def _split_turn(bot: Expert0, net, obs: bytes, twin: Expert0 | None = None) -> tuple[bytes, bytes]:
