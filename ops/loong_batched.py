@@ -211,6 +211,7 @@ def _play_groups(games, by_size, judged, networks, max_rounds, device, batch_siz
             factories = {**judged, **{n: p.factory for n, p in networks.items()}}
             restored = [_reference(x, factories, max_rounds) for x in group]
             stats.replayed += len(group)
+            host.moves = [([], []) for _ in group]  # the abandoned batch's move times are not these games'
         for k, (g, r) in enumerate(zip(idx, restored, strict=True)):
             out[g] = r
             stats.moves[g] = host.moves[k]
