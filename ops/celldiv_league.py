@@ -18,6 +18,12 @@ class LeagueConfig:
     """Registered player names; every pair plays."""
     games: int = 100
     """Games per pairing (pairs of games share a start with colours swapped)."""
+    search_games: int | None = None
+    """Games of a pairing where a searching player (``search_players``) takes part; None: ``games``. A searching
+    move costs hundreds of network calls where the others cost one, so a league can give the cheap pairings the
+    games that decide its checks (the Elite row) and the searching ones fewer."""
+    search_players: tuple[str, ...] = ("teacher",)
+    """The players that search at play time."""
     sizes: str = "4-8"
     """Board sizes, cycled through: '4-8', '6' or '4,6,8'."""
     seed: int = 0
@@ -63,6 +69,25 @@ def check_config(config: LeagueConfig) -> None:
         raise LeagueConfigError(str(e)) from None
     if config.games < 1:
         raise LeagueConfigError(f"games: must be at least 1, got {config.games}")
+    if config.search_games is not None and config.search_games < 1:
+        raise LeagueConfigError(f"search_games: must be at least 1, got {config.search_games}")
+
+
+@dataclass(frozen=True)
+class PairingGames:
+    """How many games each pairing plays (picklable: it travels with the work items)."""
+
+    games: int
+    search_games: int
+    search_players: tuple[str, ...] = ()
+
+    @classmethod
+    def of_config(cls, config: LeagueConfig) -> PairingGames:
+        search = config.search_games if config.search_games is not None else config.games
+        return cls(config.games, search, tuple(config.search_players))
+
+    def of(self, a: str, b: str) -> int:
+        return self.search_games if a in self.search_players or b in self.search_players else self.games
 
 
 GAMES_PER_PART = 20
@@ -84,13 +109,16 @@ def part_games(games: int, part: tuple[int, int]) -> tuple[int, int]:
     return first, end - first
 
 
-def play_pairing(a: str, b: str, games: int, sizes: str, trained: tuple[str, int] | None = None,
+def play_pairing(a: str, b: str, games: int | PairingGames, sizes: str, trained: tuple[str, int] | None = None,
                  part: tuple[int, int] = (0, 1), *, seed: int):
     """One pairing, or its ``part`` (k, n), as a work item (picklable, runs in any worker): the parts' tallies
-    merged in order are the whole pairing's. ``trained`` (artifact root, teacher simulations) registers the
-    store's trained players in this worker first (once per process and published versions)."""
+    merged in order are the whole pairing's. ``games``: the pairing's games, or a ``PairingGames`` that says
+    them. ``trained`` (artifact root, teacher simulations) registers the store's trained players in this worker
+    first (once per process and published versions)."""
     if trained is not None:
         register_trained(*trained)
+    if isinstance(games, PairingGames):
+        games = games.of(a, b)
     first, count = part_games(games, part)
     return play_match(a, b, games=count, sizes=sizes, seed=seed, first_game=first)
 
@@ -126,8 +154,9 @@ def run(config: LeagueConfig, progress: Callable[[int, int], None] | None = None
     if trained is not None:
         register_trained(*trained)  # check_config below must know the trained players' names
     check_config(config)
-    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, config.games, config.sizes, trained,
-                                parts=parts_of(config.games))
+    counts = PairingGames.of_config(config)
+    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, counts, config.sizes, trained,
+                                parts=lambda a, b: parts_of(counts.of(a, b)))
     result = round_robin(config.players, None, seed=config.seed, anchor=config.anchor, on_pair_done=progress,
                          map_pairs=map_pairs)
     return LeagueReport(config, result)

@@ -125,8 +125,8 @@ def cmd_celldiv_league(args: argparse.Namespace) -> int:
 
     _register_store_players()
     players = tuple(p.strip() for p in args.players.split(",") if p.strip())
-    config = celldiv_league.LeagueConfig(players=players, games=args.games, sizes=args.sizes, seed=args.seed,
-                                         anchor=args.anchor)
+    config = celldiv_league.LeagueConfig(players=players, games=args.games, search_games=args.search_games,
+                                         sizes=args.sizes, seed=args.seed, anchor=args.anchor)
     executor = executor_from(args)
     # workers in other processes register the trained players themselves
     trained = None if args.backend == "inprocess" else (str(ArtifactStore.default().root), 64)
@@ -307,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--players", default="random,easy,medium,hard,switching",
                     help="comma-separated player names (default: %(default)s)")
     lg.add_argument("--games", type=int, default=100, help="games a pairing (default: %(default)s)")
+    lg.add_argument("--search-games", type=int, default=None,
+                    help="games of a pairing with the teacher, which searches every move (default: --games)")
     lg.add_argument("--sizes", default="4-8", help="board sizes cycled through (default: %(default)s)")
     lg.add_argument("--seed", type=int, default=0, help="league seed (default: %(default)s)")
     lg.add_argument("--anchor", default="random", help="player fixed at Elo 0 (default: %(default)s)")

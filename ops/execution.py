@@ -107,32 +107,51 @@ def gather(executor: Executor, items: Sequence[WorkItem],
     return [outcomes[i].value for i in range(len(items))]
 
 
-def league_pairings(executor: Executor, play: Callable[..., Any], *args: Any, parts: int = 1):
+def league_pairings(executor: Executor, play: Callable[..., Any], *args: Any,
+                    parts: int | Callable[[str, str], int] = 1):
     """A ``map_pairs`` for ``games.league.round_robin``: each pairing is played as ``parts`` items
     ``play(a, b, *args, (k, parts), seed=pair_seed)`` named 'a vs b' ('a vs b, part k+1/n'), k = 0 .. parts-1,
     whose tallies are merged in part order (``play`` must play the same games however it is split; ``parts``
     never depends on the number of workers). With ``parts`` 1 the item is ``play(a, b, *args, seed=...)``.
-    A pairing with a part that failed every attempt comes back as that part's error (the league records it
-    as a failure and goes on)."""
-    if parts < 1:
-        raise ValueError(f"parts: must be at least 1, got {parts}")
+    ``parts`` may be a function of the pairing (a, b) (pairings of different lengths); then every item gets
+    its part, (0, 1) included. A pairing with a part that failed every attempt comes back as that part's error
+    (the league records it as a failure and goes on)."""
+    per_pair = callable(parts)
+
+    def parts_for(a: str, b: str) -> int:
+        n = parts(a, b) if per_pair else parts
+        if n < 1:
+            raise ValueError(f"parts: must be at least 1, got {n}" + (f" for {a} vs {b}" if per_pair else ""))
+        return n
+
+    if not per_pair:
+        parts_for("", "")
 
     def map_pairs(jobs: list[tuple[str, str, int]]) -> Iterator[tuple[int, Any]]:
-        if parts == 1:
-            items = [WorkItem(f"{a} vs {b}", play, (a, b, *args), seed=s) for a, b, s in jobs]
-        else:
-            items = [WorkItem(f"{a} vs {b}, part {k + 1}/{parts}", play, (a, b, *args, (k, parts)), seed=s)
-                     for a, b, s in jobs for k in range(parts)]
+        items: list[WorkItem] = []
+        owner: list[tuple[int, int]] = []  # item index -> (pairing, part)
+        counts = []
+        for pair, (a, b, s) in enumerate(jobs):
+            n = parts_for(a, b)
+            counts.append(n)
+            for k in range(n):
+                if n == 1 and not per_pair:
+                    items.append(WorkItem(f"{a} vs {b}", play, (a, b, *args), seed=s))
+                else:
+                    name = f"{a} vs {b}" if n == 1 else f"{a} vs {b}, part {k + 1}/{n}"
+                    items.append(WorkItem(name, play, (a, b, *args, (k, n)), seed=s))
+                owner.append((pair, k))
         done: dict[int, dict[int, Any]] = {}
         for o in executor.run(items):
-            pair, k = divmod(o.index, parts)
+            pair, k = owner[o.index]
             done.setdefault(pair, {})[k] = o.value if o.ok else o.error
-            if len(done[pair]) < parts:
+            if len(done[pair]) < counts[pair]:
                 continue
-            results = [done[pair][k] for k in range(parts)]
+            results = [done[pair][k] for k in range(counts[pair])]
             errors = [r for r in results if isinstance(r, BaseException)]
             a, b, _ = jobs[pair]
-            yield pair, errors[0] if errors else (results[0] if parts == 1 else MatchTally.merged(a, b, results))
+            yield pair, errors[0] if errors else (results[0] if len(results) == 1 else
+                                                   MatchTally.merged(a, b, results))
 
     return map_pairs
 

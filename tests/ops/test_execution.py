@@ -8,6 +8,7 @@ import signal
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,37 @@ def test_celldiv_league_is_the_same_in_process_and_on_two_workers():
     assert table_bytes(one.result) == table_bytes(two.result)
     assert [(t.a, t.b, t.games) for t in two.result.tallies] == [("random", "easy", 4), ("random", "medium", 4),
                                                                  ("easy", "medium", 4)]
+
+
+def test_celldiv_pairings_with_a_searching_player_play_their_own_number_of_games():
+    config = celldiv_league.LeagueConfig(players=("random", "easy", "medium"), games=42, search_games=6,
+                                         search_players=("medium",), sizes="4", seed=3)
+    one = celldiv_league.run(config, executor=InProcessExecutor())
+    two = celldiv_league.run(config, executor=PoolExecutor(2))
+    assert [(t.a, t.b, t.games) for t in one.result.tallies] == [("random", "easy", 42), ("random", "medium", 6),
+                                                                 ("easy", "medium", 6)]
+    assert table_bytes(one.result) == table_bytes(two.result)
+    # the 42 games (three parts) are the pairing's games played whole, and the 6 the first 6 of a long pairing
+    assert one.result.tallies[0].margins == play_match("random", "easy", games=42, sizes="4",
+                                                       seed=3 * 1_000_003).margins
+    assert one.result.tallies[1].margins == play_match("random", "medium", games=6, sizes="4",
+                                                       seed=3 * 1_000_003 + 1).margins
+    with pytest.raises(celldiv_league.LeagueConfigError, match="search_games: must be at least 1, got 0"):
+        celldiv_league.check_config(replace(config, search_games=0))
+    plain = celldiv_league.PairingGames.of_config(replace(config, search_games=None))
+    assert plain.of("random", "medium") == plain.of("random", "easy") == 42
+
+
+def test_pairings_of_different_lengths_split_into_their_own_parts():
+    parts = {("a", "b"): 1, ("a", "c"): 3, ("b", "c"): 2}
+    whole = round_robin(("a", "b", "c"), None, seed=4, map_pairs=league_pairings(InProcessExecutor(), sliced_tally))
+    split = round_robin(("a", "b", "c"), None, seed=4,
+                        map_pairs=league_pairings(PoolExecutor(2), sliced_tally, parts=lambda a, b: parts[(a, b)]))
+    assert [(t.a, t.b, t.wins, t.losses, t.margins) for t in split.tallies] == \
+        [(t.a, t.b, t.wins, t.losses, t.margins) for t in whole.tallies]
+    with pytest.raises(ValueError, match="parts: must be at least 1, got 0 for a vs b"):
+        round_robin(("a", "b"), None, map_pairs=league_pairings(InProcessExecutor(), sliced_tally,
+                                                                 parts=lambda a, b: 0))
 
 
 def test_loong_league_is_the_same_in_process_and_on_two_workers():
