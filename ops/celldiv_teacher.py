@@ -82,7 +82,10 @@ class TeacherConfig:
     simulations: int = 200  # simulations per self-play move searched in full (the seed: 100-400)
     considered: int = 16  # Gumbel: root actions drawn for sequential halving (the paper's m)
     gumbel_scale: float = 1.0  # Gumbel: scale of the root noise in self-play and data (0: deterministic)
-    c_scale: float = 1.0  # Gumbel: sigma(q) = (50 + max visits) * c_scale * q, q min-max rescaled (mctx: 0.1)
+    # Gumbel: sigma(q) = (50 + max visits) * c_scale * q, q min-max rescaled. 0.1: Gumbel MuZero's and mctx's value;
+    # at 1 the improved policy is all but one-hot on a few-visit Q, and a teacher trained on it distilled into an
+    # Elite at 0.34 to 0.65 against switching from one machine to the next (docs/benchmarks.md, "Fourth pass")
+    c_scale: float = 0.1
     full_search_fraction: float = 1.0  # playout cap randomisation: share of moves searched in full and recorded
     fast_simulations: int = 0  # simulations of the other moves (not recorded); 0: the network's prior alone
     leaves_per_tree: int = 1  # descents per tree per wave (virtual loss); >1 trades accuracy for batch size
@@ -271,7 +274,7 @@ class SearchSettings:
     temperature_moves: int = 8  # plies chosen at random: from the visits (PUCT) or the noisy Gumbel pick
     considered: int = 16  # Gumbel: root actions in sequential halving
     gumbel_scale: float = 1.0
-    c_scale: float = 1.0  # Gumbel: the weight of the rescaled completed Q in sigma (and the improved policy)
+    c_scale: float = 0.1  # Gumbel: the weight of the rescaled completed Q in sigma (and the improved policy)
     c_puct: float = 1.25
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25  # PUCT root noise
