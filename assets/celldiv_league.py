@@ -51,10 +51,9 @@ def league_metadata(report, png, tracker, mlflow: MlflowResource) -> dict:
 
 
 def games_title(config: league_op.LeagueConfig) -> str:
-    searched = config.search_games
-    if searched is None or searched == config.games or not set(config.search_players) & set(config.players):
+    if config.search_games in (None, config.games):
         return f"{config.games} games a pairing"
-    return f"{config.games} games a pairing, {searched} with {', '.join(config.search_players)}"
+    return f"{config.games} games a pairing, {config.search_games} with {', '.join(config.search_players)}"
 
 
 def run_league(context, config: league_op.LeagueConfig, asset_name: str, mlflow: MlflowResource,

@@ -31,6 +31,11 @@ class LeagueConfig:
     anchor: str | None = "random"
     """The player fixed at Elo 0 (if it took part)."""
 
+    def games_of(self, a: str, b: str) -> int:
+        """The games pairing (a, b) plays."""
+        searching = a in self.search_players or b in self.search_players
+        return self.search_games if searching and self.search_games is not None else self.games
+
 
 @dataclass
 class LeagueReport:
@@ -73,23 +78,6 @@ def check_config(config: LeagueConfig) -> None:
         raise LeagueConfigError(f"search_games: must be at least 1, got {config.search_games}")
 
 
-@dataclass(frozen=True)
-class PairingGames:
-    """How many games each pairing plays (picklable: it travels with the work items)."""
-
-    games: int
-    search_games: int
-    search_players: tuple[str, ...] = ()
-
-    @classmethod
-    def of_config(cls, config: LeagueConfig) -> PairingGames:
-        search = config.search_games if config.search_games is not None else config.games
-        return cls(config.games, search, tuple(config.search_players))
-
-    def of(self, a: str, b: str) -> int:
-        return self.search_games if a in self.search_players or b in self.search_players else self.games
-
-
 GAMES_PER_PART = 20
 """Games of a pairing one work item plays (``part_games``), so that a league of few pairings still keeps every
 worker busy. Balance decides it, not overhead: a part costs 40 ms (tiers) to seconds (the teacher's search)
@@ -109,16 +97,16 @@ def part_games(games: int, part: tuple[int, int]) -> tuple[int, int]:
     return first, end - first
 
 
-def play_pairing(a: str, b: str, games: int | PairingGames, sizes: str, trained: tuple[str, int] | None = None,
+def play_pairing(a: str, b: str, games: int | LeagueConfig, sizes: str, trained: tuple[str, int] | None = None,
                  part: tuple[int, int] = (0, 1), *, seed: int):
     """One pairing, or its ``part`` (k, n), as a work item (picklable, runs in any worker): the parts' tallies
-    merged in order are the whole pairing's. ``games``: the pairing's games, or a ``PairingGames`` that says
-    them. ``trained`` (artifact root, teacher simulations) registers the store's trained players in this worker
-    first (once per process and published versions)."""
+    merged in order are the whole pairing's. ``games``: the pairing's games, or the league's config that says
+    them (``LeagueConfig.games_of``). ``trained`` (artifact root, teacher simulations) registers the store's
+    trained players in this worker first (once per process and published versions)."""
     if trained is not None:
         register_trained(*trained)
-    if isinstance(games, PairingGames):
-        games = games.of(a, b)
+    if isinstance(games, LeagueConfig):
+        games = games.games_of(a, b)
     first, count = part_games(games, part)
     return play_match(a, b, games=count, sizes=sizes, seed=seed, first_game=first)
 
@@ -154,9 +142,8 @@ def run(config: LeagueConfig, progress: Callable[[int, int], None] | None = None
     if trained is not None:
         register_trained(*trained)  # check_config below must know the trained players' names
     check_config(config)
-    counts = PairingGames.of_config(config)
-    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, counts, config.sizes, trained,
-                                parts=lambda a, b: parts_of(counts.of(a, b)))
+    map_pairs = league_pairings(executor or InProcessExecutor(), play_pairing, config, config.sizes, trained,
+                                parts=lambda a, b: parts_of(config.games_of(a, b)))
     result = round_robin(config.players, None, seed=config.seed, anchor=config.anchor, on_pair_done=progress,
                          map_pairs=map_pairs)
     return LeagueReport(config, result)

@@ -116,23 +116,19 @@ def league_pairings(executor: Executor, play: Callable[..., Any], *args: Any,
     ``parts`` may be a function of the pairing (a, b) (pairings of different lengths); then every item gets
     its part, (0, 1) included. A pairing with a part that failed every attempt comes back as that part's error
     (the league records it as a failure and goes on)."""
+    if not callable(parts) and parts < 1:
+        raise ValueError(f"parts: must be at least 1, got {parts}")
     per_pair = callable(parts)
-
-    def parts_for(a: str, b: str) -> int:
-        n = parts(a, b) if per_pair else parts
-        if n < 1:
-            raise ValueError(f"parts: must be at least 1, got {n}" + (f" for {a} vs {b}" if per_pair else ""))
-        return n
-
-    if not per_pair:
-        parts_for("", "")
+    parts_of: Callable[[str, str], int] = parts if per_pair else (lambda a, b: parts)
 
     def map_pairs(jobs: list[tuple[str, str, int]]) -> Iterator[tuple[int, Any]]:
         items: list[WorkItem] = []
         owner: list[tuple[int, int]] = []  # item index -> (pairing, part)
         counts = []
         for pair, (a, b, s) in enumerate(jobs):
-            n = parts_for(a, b)
+            n = parts_of(a, b)
+            if n < 1:
+                raise ValueError(f"parts: must be at least 1, got {n} for {a} vs {b}")
             counts.append(n)
             for k in range(n):
                 if n == 1 and not per_pair:

@@ -252,8 +252,8 @@ def test_celldiv_pairings_with_a_searching_player_play_their_own_number_of_games
                                                        seed=3 * 1_000_003 + 1).margins
     with pytest.raises(celldiv_league.LeagueConfigError, match="search_games: must be at least 1, got 0"):
         celldiv_league.check_config(replace(config, search_games=0))
-    plain = celldiv_league.PairingGames.of_config(replace(config, search_games=None))
-    assert plain.of("random", "medium") == plain.of("random", "easy") == 42
+    plain = replace(config, search_games=None)
+    assert plain.games_of("random", "medium") == plain.games_of("random", "easy") == 42
 
 
 def test_pairings_of_different_lengths_split_into_their_own_parts():
