@@ -33,7 +33,8 @@ enum {
 #define EH_UNSEEN_WORKERS 1     // workers keep off such cells too
 #endif
 #ifndef EH_SPLIT_LENGTH
-#define EH_SPLIT_LENGTH 0       // a calm worker this long splits in half (the foil's P_SPLIT_LENGTH); 0 never
+#define EH_SPLIT_LENGTH 5       // a calm worker (not the champion) this long splits in half (the foil splits at 8;
+                                // 5 measured best of 4, 5, 6, 8 with the champion); 0 never
 #endif
 #ifndef EH_QUEEN_SHED
 #define EH_QUEEN_SHED 0         // a calm queen this long sheds a third (the foil's 24); 0 never (queen length
@@ -83,6 +84,9 @@ enum {
 #ifndef EH_HUNT_MEMORY
 #define EH_HUNT_MEMORY 12       // rounds a worker keeps hunting toward the enemy queen's last seen head
 #endif
+#ifndef EH_ALERT_RADIUS
+#define EH_ALERT_RADIUS 0       // k > 0: only enemy heads (ghosts and those seen or reported lately) within k steps
+#endif                          // (torus Manhattan) of the queen's head raise the strip's alert (0: anywhere)
 #ifndef EH_ALERT_CELLS
 #define EH_ALERT_CELLS 0        // with EH_STRIP_ALERT: boards of at most this many cells count the strip always (0 none)
 #endif
@@ -98,6 +102,34 @@ enum {
 #ifndef EH_RELAY
 #define EH_RELAY 1              // teammates' sonar read and the relay's frames sent (0: the intent alone, unread)
 #endif
+
+#ifndef EH_CHAMPION
+#define EH_CHAMPION 1           // 1: the team's first worker (id team + 2) is a champion: it keeps out of sight as the
+#endif                          // queen does, never strikes, hunts or splits (0 off)
+
+#ifndef EH_CHAMPION_CAMP
+#define EH_CHAMPION_CAMP 1      // 1: the champion also keeps to the ghosts' and the strip's least exposure, as the queen
+#endif                          // does; 0: out of sight of the heads it sees only, so that it harvests more
+
+// The queen, and the champion (EH_CHAMPION): the dragons that keep out of sight rather than strike.
+static uint32_t guarded(const expert_h *h) {
+    return h->world.is_queen || (EH_CHAMPION && h->world.dragon_id == h->world.team + 2u);
+}
+
+// The dragons that keep to the least exposure to ghosts and the stale strip (narrow_ghosts).
+static uint32_t camps(const expert_h *h) { return h->world.is_queen || (EH_CHAMPION_CAMP && guarded(h)); }
+
+#ifndef EH_LEAVE_QUEEN
+#define EH_LEAVE_QUEEN 0        // k > 0: a worker leaves a pearl within k steps (torus Manhattan) of our queen's head
+#endif                          // (seen or reported in the last 4 rounds) to her when she is nearer to it than its route
+
+#ifndef EH_SPLIT_CORNERED
+#define EH_SPLIT_CORNERED 1     // 1: when every move is certainly fatal and no sprint survives, split (the parent
+#endif                          // stays put and lives) rather than die; 0 off
+
+#ifndef EH_GUARD
+#define EH_GUARD 0              // 1: a worker strikes an enemy worker's head (seen this round) that is within strike
+#endif                          // reach of our queen's head (the foil's guard: Manhattan min(ceil(L/4) + L, 6)); 0 off
 
 static core_cand_scratch scratch;
 static core_budget budget;
@@ -314,14 +346,19 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
         if (!dup && ng < 32) gc[ng] = c, ga[ng] = round - seen, gd[ng++] = t->dragon;
     }
     // the strip counts only with an enemy head in mind, or once the queen has grown to EH_QUEEN_GROW
-    uint32_t alert = !EH_STRIP_ALERT || nn > 0 || ng > 0 || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW) ||
+    uint32_t near_ghost = 0;
+    for (uint32_t i = 0; i < ng; i++)
+        near_ghost |= !EH_ALERT_RADIUS ||
+                      torus(gc[i] % w, h->head % w, w) + torus(gc[i] / w, h->head / w, hh) <= EH_ALERT_RADIUS;
+    uint32_t alert = !EH_STRIP_ALERT || nn > 0 || near_ghost || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW) ||
                      cells <= EH_ALERT_CELLS;  // on a board this small enemies are never far: always
     for (uint32_t i = 4; EH_EXPLORE && i < n && !alert; i++) alert = rec(i)[1] == CORE_GEN_HARVEST;
     for (uint32_t c = 0; EH_EXPLORE && c < cells && !alert; c++)  // EH_EXPLORE: a goal known keeps it too
         alert = h->world.cells[c].source[CORE_G_SPAWN] != CORE_SRC_NONE && h->world.cells[c].period > 0;
     for (uint32_t c = 0; c < cells && !alert; c++) {  // ... seen or reported in the last EH_STRIP_ALERT rounds
         const core_cell *t = &h->world.cells[c];
-        alert = t->occupant == CORE_OCC_ENEMY_HEAD && t->round[CORE_G_OCCUPANT] + EH_STRIP_ALERT >= round;
+        alert = t->occupant == CORE_OCC_ENEMY_HEAD && t->round[CORE_G_OCCUPANT] + EH_STRIP_ALERT >= round &&
+                (!EH_ALERT_RADIUS || torus(c % w, h->head % w, w) + torus(c / w, h->head / w, hh) <= EH_ALERT_RADIUS);
     }
     for (uint32_t i = 0; i < ng; i++)
         for (uint32_t d = 0; d < 4; d++) {
@@ -402,7 +439,7 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
     eh_head e[64];
     uint32_t ne = enemy_heads(h, e, 64);
     if (ne == 0) {
-        if (h->world.is_queen) narrow_ghosts(h, safe, n);
+        if (camps(h)) narrow_ghosts(h, safe, n);
         return 0;
     }
     uint32_t free = (length + 3) / 4, seen[4], mortal[4], hidden_safe = 0, unreached_safe = 0;
@@ -413,7 +450,7 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
     }
     if (hidden_safe) {
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && seen[d] == 0;
-        if (h->world.is_queen) narrow_ghosts(h, safe, n);
+        if (camps(h)) narrow_ghosts(h, safe, n);
         return 0;
     }
     // No safe move ends out of sight: the best action among moves and sprints by (out of reach, out of sight,
@@ -452,6 +489,52 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
 }
 
 static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps);
+
+// Our queen's head cell, seen or reported in the last 4 rounds (the latest), else CORE_NO_CELL.
+static uint32_t our_queen_cell(const expert_h *h) {
+    uint32_t cells = (uint32_t)h->world.width * h->world.height, best = 0, out = CORE_NO_CELL;
+    for (uint32_t c = 0; c < cells; c++) {
+        const core_cell *t = &h->world.cells[c];
+        uint32_t seen = t->round[CORE_G_OCCUPANT];
+        if (t->occupant == CORE_OCC_ALLY_HEAD && t->dragon == h->world.team && seen && seen + 4 >= h->world.round &&
+            seen > best)
+            best = seen, out = c;
+    }
+    return out;
+}
+
+// The guard (EH_GUARD): our queen's head seen this round, an enemy worker's head seen this round within its strike
+// reach of her (torus Manhattan min(ceil(L/4) + L, 6), L its segments seen): strike that head (head-on, both die)
+// by a move, else by the shortest sprint ending there. 1 when the reply is written.
+static uint32_t guard_strike(expert_h *h, uint32_t n, const uint32_t *end, uint32_t round, loong_reply *r,
+                             uint8_t *steps) {
+    uint32_t w = h->world.width, hh = h->world.height, cells = w * hh, queen = CORE_NO_CELL;
+    for (uint32_t c = 0; c < cells && queen == CORE_NO_CELL; c++) {
+        const core_cell *t = &h->world.cells[c];
+        if (t->occupant == CORE_OCC_ALLY_HEAD && t->dragon == h->world.team && seen_now(h, t)) queen = c;
+    }
+    if (queen == CORE_NO_CELL) return 0;
+    eh_head e[64];
+    uint32_t ne = enemy_heads(h, e, 64), pick = n, shortest = 0xFFFF;
+    for (uint32_t i = 0; i < ne; i++) {
+        if (e[i].dragon < 2) continue;
+        uint32_t reach = (e[i].length + 3) / 4 + e[i].length;
+        if (reach > 6) reach = 6;
+        uint32_t dist = torus(e[i].cell % w, queen % w, w) + torus(e[i].cell / w, queen / w, hh);
+        if (dist > reach) continue;
+        for (uint32_t d = 0; d < 4; d++)
+            if (end[d] == e[i].cell && rec(d)[0] == CORE_KIND_MOVE && shortest > 1) shortest = 1, pick = d;
+        for (uint32_t j = 4; j < n; j++) {
+            const uint8_t *c = rec(j);
+            uint32_t ce = (uint32_t)c[6] | (uint32_t)c[7] << 8, k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
+            if (c[0] == CORE_KIND_SPRINT && ce == e[i].cell && k < shortest) shortest = k, pick = j;
+        }
+    }
+    if (pick >= n) return 0;
+    core_route_commit(&h->route, CORE_OPT_STRIKE, rec(pick), round);
+    core_route_reply(&h->route, rec(pick), round, r, steps);
+    return 1;
+}
 
 // The turn: decide, then (with a key) the relay's four frames: the intent record first on every ray, then the
 // enemy heads in sight and the documented relay priority (relay.h).
@@ -515,14 +598,14 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     }
     if (any_safe)
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && calm[d];
-    else if (any_live && h->world.is_queen) {
+    else if (any_live && guarded(h)) {
         uint32_t best = 0;
         for (uint32_t d = 0; d < 4; d++)
             if (rec(d)[12] > 0 && calm[d] && rec(d)[12] > best) best = rec(d)[12];
         for (uint32_t d = 0; d < 4; d++) safe[d] = rec(d)[12] == best && calm[d];
     }
     // The strike: a worker beside the enemy queen's head (seen this round) moves into it (head-on: both die).
-    if (!h->world.is_queen)
+    if (!guarded(h))
         for (uint32_t d = 0; d < 4; d++) {
             const core_cell *t = end[d] < cells ? &h->world.cells[end[d]] : 0;
             if (t && t->occupant == CORE_OCC_ENEMY_HEAD && t->dragon == 1u - h->world.team &&
@@ -533,7 +616,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
                 return code;
             }
         }
-    if (!h->world.is_queen) {  // the strike by sprint: the shortest sprint ending on the enemy queen's head
+    if (!guarded(h)) {  // the strike by sprint: the shortest sprint ending on the enemy queen's head
         uint32_t q = enemy_queen_cell(h), pick = n, shortest = 0xFFFF;
         for (uint32_t i = 4; q != CORE_NO_CELL && i < n; i++) {
             const uint8_t *c = rec(i);
@@ -546,6 +629,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             return code;
         }
     }
+    if (EH_GUARD && !guarded(h) && guard_strike(h, n, end, round, r, steps)) return code;
     if (depth == 0) {  // every move dies: the deepest surviving sprint, if any
         uint32_t key = 0;
         for (uint32_t i = 4; i < n; i++) {
@@ -553,6 +637,16 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             uint32_t k = (uint32_t)c[12] << 8 | c[13];
             if (c[0] == CORE_KIND_SPRINT && c[1] == CORE_GEN_PRIMITIVE && c[12] > 0 && k > key)
                 key = k, best_sprint = i;
+        }
+        // no sprint survives and every move is certainly fatal: a split does not move, so the dragon lives this
+        // turn (its front part; the most room, then the fewest segments shed) rather than dying, perhaps head-on
+        // with a teammate
+        uint32_t all_fatal = 1;
+        for (uint32_t d = 0; d < 4; d++) all_fatal &= (rec(d)[14] & CORE_CF_FATAL) != 0;
+        for (uint32_t i = 4; best_sprint == n && all_fatal && EH_SPLIT_CORNERED && i < n; i++) {
+            const uint8_t *c = rec(i);
+            uint32_t k = (uint32_t)c[13] << 16 | (0xFFFFu - ((uint32_t)c[2] | (uint32_t)c[3] << 8));
+            if (c[0] == CORE_KIND_SPLIT && k > key) key = k, best_sprint = i;
         }
         if (best_sprint < n) {
             core_route_commit(&h->route, CORE_OPT_SURVIVE, rec(best_sprint), round);
@@ -562,11 +656,11 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         }
     }
     h->length = loong_length(obs);
-    if (EH_HIDE && (h->world.is_queen || EH_HIDE_WORKERS) && hide(h, n, safe, round, r, steps, h->length))
+    if (EH_HIDE && (guarded(h) || EH_HIDE_WORKERS) && hide(h, n, safe, round, r, steps, h->length))
         return code;
     // The queen keeps out of the sprint reach of every enemy head seen this round (reach from the length seen,
     // torus Manhattan distance, kelp ignored: conservative): the lowest threat, then the deepest, roomiest move.
-    if ((h->world.is_queen && !EH_HIDE) || (!h->world.is_queen && EH_WORKERS_FLEE && !(EH_HIDE && EH_HIDE_WORKERS))) {
+    if ((guarded(h) && !EH_HIDE) || (!guarded(h) && EH_WORKERS_FLEE && !(EH_HIDE && EH_HIDE_WORKERS))) {
         uint32_t threat[4];
         queen_threats(h, end, threat);
         uint32_t best = 4, worst_risk = 0, flee_risk = h->world.is_queen && EH_UNSEEN_FLEE_Q16;
@@ -597,7 +691,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         for (uint32_t i = 4; i < n && calm_all; i++)
             if (rec(i)[1] == CORE_GEN_ESCAPE) calm_all = 0;
         if (calm_all && loong_team_living(obs) < EH_TEAM_CAP) {
-            if (!h->world.is_queen && EH_SPLIT_LENGTH && L >= EH_SPLIT_LENGTH) k = L / 2;
+            if (!guarded(h) && EH_SPLIT_LENGTH && L >= EH_SPLIT_LENGTH) k = L / 2;
             if (h->world.is_queen && EH_QUEEN_SHED && L >= EH_QUEEN_SHED) k = L / 3;
         }
         for (uint32_t i = 4; i < n && k; i++) {
@@ -610,14 +704,22 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             }
         }
     }
-    uint32_t escape = n, harvest = n;
+    uint32_t escape = n, harvest = n, ours = EH_LEAVE_QUEEN && !h->world.is_queen ? our_queen_cell(h) : CORE_NO_CELL;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
         if (c[1] == CORE_GEN_ESCAPE && escape == n) escape = i;
-        if (c[1] == CORE_GEN_HARVEST && harvest == n && c[2] < 4 && safe[c[2]]) harvest = i;  // nearest first
+        if (c[1] == CORE_GEN_HARVEST && harvest == n && c[2] < 4 && safe[c[2]]) {  // nearest first
+            uint32_t pearl = (uint32_t)c[4] | (uint32_t)c[5] << 8, route = (uint32_t)c[10] | (uint32_t)c[11] << 8;
+            if (ours != CORE_NO_CELL && pearl < cells) {  // the queen's pearl: left to her
+                uint32_t w = h->world.width, hh = h->world.height;
+                uint32_t dq = torus(pearl % w, ours % w, w) + torus(pearl / w, ours / w, hh);
+                if (dq <= EH_LEAVE_QUEEN && dq < route) continue;
+            }
+            harvest = i;
+        }
     }
     uint32_t dir = 4, chosen = n;
-    if (!h->world.is_queen && escape == n) {  // the hunt: toward where the enemy queen's head was seen lately
+    if (!guarded(h) && escape == n) {  // the hunt: toward where the enemy queen's head was seen lately
         uint32_t q = CORE_NO_CELL, best = 0, cells = (uint32_t)h->world.width * h->world.height;
         for (uint32_t c = 0; c < cells; c++) {
             const core_cell *t = &h->world.cells[c];
