@@ -111,6 +111,14 @@ enum {
 #define EH_CHAMPION_CAMP 1      // 1: the champion also keeps to the ghosts' and the strip's least exposure, as the queen
 #endif                          // does; 0: out of sight of the heads it sees only, so that it harvests more
 
+static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
+
+// Torus Manhattan distance between cells a and b (kelp and portals ignored).
+static uint32_t manhattan(const expert_h *h, uint32_t a, uint32_t b) {
+    uint32_t w = h->world.width, hh = h->world.height;
+    return torus(a % w, b % w, w) + torus(a / w, b / w, hh);
+}
+
 // The queen, and the champion (EH_CHAMPION): the dragons that keep out of sight rather than strike.
 static uint32_t guarded(const expert_h *h) {
     return h->world.is_queen || (EH_CHAMPION && h->world.dragon_id == h->world.team + 2u);
@@ -152,8 +160,6 @@ void expert_h_init(expert_h *h, uint64_t seed) {
 #endif
     h->seed = seed, h->turns = 0, h->last_code = 0, h->head = 0, h->length = 0;
 }
-
-static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
 
 // risk[d] (Q16, rounded down, at most 1) = the sum over enemy filters whose head is not seen this round of alive x
 // the head mass near end[d]. Near, for the unseen risk (sight 0): within min(sprint bound, EH_UNSEEN_REACH) torus
@@ -348,8 +354,7 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     // the strip counts only with an enemy head in mind, or once the queen has grown to EH_QUEEN_GROW
     uint32_t near_ghost = 0;
     for (uint32_t i = 0; i < ng; i++)
-        near_ghost |= !EH_ALERT_RADIUS ||
-                      torus(gc[i] % w, h->head % w, w) + torus(gc[i] / w, h->head / w, hh) <= EH_ALERT_RADIUS;
+        near_ghost |= !EH_ALERT_RADIUS || manhattan(h, gc[i], h->head) <= EH_ALERT_RADIUS;
     uint32_t alert = !EH_STRIP_ALERT || nn > 0 || near_ghost || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW) ||
                      cells <= EH_ALERT_CELLS;  // on a board this small enemies are never far: always
     for (uint32_t i = 4; EH_EXPLORE && i < n && !alert; i++) alert = rec(i)[1] == CORE_GEN_HARVEST;
@@ -358,7 +363,7 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     for (uint32_t c = 0; c < cells && !alert; c++) {  // ... seen or reported in the last EH_STRIP_ALERT rounds
         const core_cell *t = &h->world.cells[c];
         alert = t->occupant == CORE_OCC_ENEMY_HEAD && t->round[CORE_G_OCCUPANT] + EH_STRIP_ALERT >= round &&
-                (!EH_ALERT_RADIUS || torus(c % w, h->head % w, w) + torus(c / w, h->head / w, hh) <= EH_ALERT_RADIUS);
+                (!EH_ALERT_RADIUS || manhattan(h, c, h->head) <= EH_ALERT_RADIUS);
     }
     for (uint32_t i = 0; i < ng; i++)
         for (uint32_t d = 0; d < 4; d++) {
@@ -490,17 +495,30 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
 
 static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps);
 
-// Our queen's head cell, seen or reported in the last 4 rounds (the latest), else CORE_NO_CELL.
-static uint32_t our_queen_cell(const expert_h *h) {
+// Our queen's head cell, seen or reported in the last max_age rounds (the latest), else CORE_NO_CELL.
+static uint32_t our_queen_cell(const expert_h *h, uint32_t max_age) {
     uint32_t cells = (uint32_t)h->world.width * h->world.height, best = 0, out = CORE_NO_CELL;
     for (uint32_t c = 0; c < cells; c++) {
         const core_cell *t = &h->world.cells[c];
         uint32_t seen = t->round[CORE_G_OCCUPANT];
-        if (t->occupant == CORE_OCC_ALLY_HEAD && t->dragon == h->world.team && seen && seen + 4 >= h->world.round &&
+        if (t->occupant == CORE_OCC_ALLY_HEAD && t->dragon == h->world.team && seen && seen + max_age >= h->world.round &&
             seen > best)
             best = seen, out = c;
     }
     return out;
+}
+
+// The strike on a head at `cell`: the move ending there, else the shortest sprint ending there, if shorter than
+// *shortest (steps; updated); the record's index, or `pick` unchanged.
+static uint32_t strike_pick(uint32_t n, const uint32_t *end, uint32_t cell, uint32_t *shortest, uint32_t pick) {
+    for (uint32_t d = 0; d < 4; d++)
+        if (end[d] == cell && rec(d)[0] == CORE_KIND_MOVE && *shortest > 1) *shortest = 1, pick = d;
+    for (uint32_t i = 4; i < n; i++) {
+        const uint8_t *c = rec(i);
+        uint32_t e = (uint32_t)c[6] | (uint32_t)c[7] << 8, k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
+        if (c[0] == CORE_KIND_SPRINT && e == cell && k < *shortest) *shortest = k, pick = i;
+    }
+    return pick;
 }
 
 // The guard (EH_GUARD): our queen's head seen this round, an enemy worker's head seen this round within its strike
@@ -508,27 +526,14 @@ static uint32_t our_queen_cell(const expert_h *h) {
 // by a move, else by the shortest sprint ending there. 1 when the reply is written.
 static uint32_t guard_strike(expert_h *h, uint32_t n, const uint32_t *end, uint32_t round, loong_reply *r,
                              uint8_t *steps) {
-    uint32_t w = h->world.width, hh = h->world.height, cells = w * hh, queen = CORE_NO_CELL;
-    for (uint32_t c = 0; c < cells && queen == CORE_NO_CELL; c++) {
-        const core_cell *t = &h->world.cells[c];
-        if (t->occupant == CORE_OCC_ALLY_HEAD && t->dragon == h->world.team && seen_now(h, t)) queen = c;
-    }
+    uint32_t queen = our_queen_cell(h, 0);
     if (queen == CORE_NO_CELL) return 0;
     eh_head e[64];
     uint32_t ne = enemy_heads(h, e, 64), pick = n, shortest = 0xFFFF;
     for (uint32_t i = 0; i < ne; i++) {
-        if (e[i].dragon < 2) continue;
         uint32_t reach = (e[i].length + 3) / 4 + e[i].length;
-        if (reach > 6) reach = 6;
-        uint32_t dist = torus(e[i].cell % w, queen % w, w) + torus(e[i].cell / w, queen / w, hh);
-        if (dist > reach) continue;
-        for (uint32_t d = 0; d < 4; d++)
-            if (end[d] == e[i].cell && rec(d)[0] == CORE_KIND_MOVE && shortest > 1) shortest = 1, pick = d;
-        for (uint32_t j = 4; j < n; j++) {
-            const uint8_t *c = rec(j);
-            uint32_t ce = (uint32_t)c[6] | (uint32_t)c[7] << 8, k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
-            if (c[0] == CORE_KIND_SPRINT && ce == e[i].cell && k < shortest) shortest = k, pick = j;
-        }
+        if (e[i].dragon >= 2 && manhattan(h, e[i].cell, queen) <= (reach > 6 ? 6 : reach))
+            pick = strike_pick(n, end, e[i].cell, &shortest, pick);
     }
     if (pick >= n) return 0;
     core_route_commit(&h->route, CORE_OPT_STRIKE, rec(pick), round);
@@ -604,25 +609,11 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             if (rec(d)[12] > 0 && calm[d] && rec(d)[12] > best) best = rec(d)[12];
         for (uint32_t d = 0; d < 4; d++) safe[d] = rec(d)[12] == best && calm[d];
     }
-    // The strike: a worker beside the enemy queen's head (seen this round) moves into it (head-on: both die).
-    if (!guarded(h))
-        for (uint32_t d = 0; d < 4; d++) {
-            const core_cell *t = end[d] < cells ? &h->world.cells[end[d]] : 0;
-            if (t && t->occupant == CORE_OCC_ENEMY_HEAD && t->dragon == 1u - h->world.team &&
-                t->source[CORE_G_OCCUPANT] == CORE_SRC_SIGHT && t->round[CORE_G_OCCUPANT] == h->world.round &&
-                rec(d)[0] == CORE_KIND_MOVE) {
-                core_route_commit(&h->route, CORE_OPT_STRIKE, rec(d), round);
-                core_route_reply(&h->route, rec(d), round, r, steps);
-                return code;
-            }
-        }
-    if (!guarded(h)) {  // the strike by sprint: the shortest sprint ending on the enemy queen's head
-        uint32_t q = enemy_queen_cell(h), pick = n, shortest = 0xFFFF;
-        for (uint32_t i = 4; q != CORE_NO_CELL && i < n; i++) {
-            const uint8_t *c = rec(i);
-            uint32_t e = (uint32_t)c[6] | (uint32_t)c[7] << 8, k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
-            if (c[0] == CORE_KIND_SPRINT && e == q && k < shortest) shortest = k, pick = i;
-        }
+    // The strike: a worker moves into the enemy queen's head seen this round (head-on: both die), else takes the
+    // shortest sprint ending there.
+    if (!guarded(h)) {
+        uint32_t q = enemy_queen_cell(h), shortest = 0xFFFF;
+        uint32_t pick = q == CORE_NO_CELL ? n : strike_pick(n, end, q, &shortest, n);
         if (pick < n) {
             core_route_commit(&h->route, CORE_OPT_STRIKE, rec(pick), round);
             core_route_reply(&h->route, rec(pick), round, r, steps);
@@ -704,17 +695,14 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             }
         }
     }
-    uint32_t escape = n, harvest = n, ours = EH_LEAVE_QUEEN && !h->world.is_queen ? our_queen_cell(h) : CORE_NO_CELL;
+    uint32_t escape = n, harvest = n, ours = EH_LEAVE_QUEEN && !h->world.is_queen ? our_queen_cell(h, 4) : CORE_NO_CELL;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
         if (c[1] == CORE_GEN_ESCAPE && escape == n) escape = i;
         if (c[1] == CORE_GEN_HARVEST && harvest == n && c[2] < 4 && safe[c[2]]) {  // nearest first
             uint32_t pearl = (uint32_t)c[4] | (uint32_t)c[5] << 8, route = (uint32_t)c[10] | (uint32_t)c[11] << 8;
-            if (ours != CORE_NO_CELL && pearl < cells) {  // the queen's pearl: left to her
-                uint32_t w = h->world.width, hh = h->world.height;
-                uint32_t dq = torus(pearl % w, ours % w, w) + torus(pearl / w, ours / w, hh);
-                if (dq <= EH_LEAVE_QUEEN && dq < route) continue;
-            }
+            uint32_t dq = ours != CORE_NO_CELL && pearl < cells ? manhattan(h, pearl, ours) : CORE_NO_CELL;
+            if (dq <= EH_LEAVE_QUEEN && dq < route) continue;  // the queen's pearl: left to her
             harvest = i;
         }
     }
