@@ -8,18 +8,27 @@
 // Hand-set constants (all placeholders, not fitted).
 enum {
     EH_ROOM_NEED = 12,     // room a move must leave (capped by the best room any move leaves)
-    EH_WANDER_TURN = 16,   // rounds between wander turns when nothing is remembered to harvest
     EH_REACH_MAX = 8,      // longest enemy sprint the queen keeps away from (the foil's own cap)
     EH_WORKERS_FLEE = 1,   // workers keep out of enemy reach too (after the strike)
-    EH_QUEEN_CAMPS = 0,    // off (no better on 24 games, docs/expert-core-route.md); 1: with nothing to harvest
-                           // the queen follows her tail in place; 2: also when the nearest pearl is over
-                           // EH_CAMP_HARVEST steps away
-    EH_CAMP_HARVEST = 4,
     EH_LENGTH_MIN = 3,     // an enemy's length is at least this (a worker's at birth; what is seen may be less)
     EH_HEAD_MEMORY = 4,    // rounds an enemy head seen stays a threat (moving a step a round meanwhile)
     EH_FILTER_UNITS = CORE_F_UNITS / 4,  // the filters' work budget a turn (a quarter of their own cap)
 };
 // Placeholders given as macros so that a tuning match can set them with -D (benchmarks/expert_h_match.py --define).
+#ifndef EH_WANDER_TURN
+#define EH_WANDER_TURN 16       // rounds between wander turns when nothing is remembered to harvest
+#endif
+#ifndef EH_QUEEN_CAMPS
+#define EH_QUEEN_CAMPS 0        // 1: with nothing to harvest the queen follows her tail in place; 2: also when the
+#endif                          // nearest pearl is over EH_CAMP_HARVEST steps away. 0 (off): measured no better
+                                // (+8 points on two small-map seeds, 0 on two more, -3 at the final bar: docs, "Fifth pass")
+#ifndef EH_CAMP_HARVEST
+#define EH_CAMP_HARVEST 2       // the camping queen takes a pearl this many known-map steps away (measured 2, 4, 8: Fifth pass)
+#endif
+#ifndef EH_CAMP_CELLS
+#define EH_CAMP_CELLS 1225      // with camping on, k > 0: only on boards of at most k cells, 35 x 35 (0: every board;
+                                // camping on every board lost 4 points on sides 36-64: docs, "Fifth pass")
+#endif
 #ifndef EH_UNSEEN
 #define EH_UNSEEN 0             // unseen enemy heads (the filters' support) count as danger (0 off)
 #endif
@@ -131,6 +140,12 @@ static uint32_t camps(const expert_h *h) { return h->world.is_queen || (EH_CHAMP
 #define EH_LEAVE_QUEEN 0        // k > 0: a worker leaves a pearl within k steps (torus Manhattan) of our queen's head
 #endif                          // (seen or reported in the last 4 rounds) to her when she is nearer to it than its route
 
+#ifndef EH_FAR
+#define EH_FAR 0                // k > 0: the queen and champion take an unpaid sprint that ends farther (up to 3 + k,
+#endif                          // Chebyshev) from every enemy worker's head seen than any hidden move (0 off)
+#ifndef EH_TRADE
+#define EH_TRADE 0              // k > 0: a worker strikes an enemy worker seen this round at least its length + k - 1
+#endif
 #ifndef EH_SPLIT_CORNERED
 #define EH_SPLIT_CORNERED 1     // 1: when every move is certainly fatal and no sprint survives, split (the parent
 #endif                          // stays put and lives) rather than die; 0 off
@@ -439,6 +454,57 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
 
 // The queen's retreat: 1 when it chose a sprint (the reply is written); otherwise it may narrow safe[] to the
 // moves that end out of sight (or, failing that, out of reach) and returns 0 for the usual choice among them.
+// The far step (EH_FAR): a hunting enemy worker closes up to two cells a round by free sprints, so a step to just out
+// of its sight is caught up next round. margin of an end cell: the least torus Chebyshev distance to an enemy
+// worker's head seen this round (capped at 3 + EH_FAR). When an unpaid sprint out of sight (survival depth and
+// room no less than the best hidden safe move's, each capped at 6 and EH_ROOM_NEED) has a larger margin than every
+// hidden safe move, take it; the deepest, roomiest among those of the largest margin. 1 when the reply is written.
+static uint32_t margin(const expert_h *h, const eh_head *e, uint32_t ne, uint32_t end) {
+    uint32_t w = h->world.width, hh = h->world.height, m = 3 + EH_FAR;
+    for (uint32_t i = 0; i < ne; i++) {
+        if (e[i].dragon < 2) continue;
+        uint32_t dx = torus(end % w, e[i].cell % w, w), dy = torus(end / w, e[i].cell / w, hh), c = dx > dy ? dx : dy;
+        if (c < m) m = c;
+    }
+    return m;
+}
+
+static uint32_t far_sprint(expert_h *h, const eh_head *e, uint32_t ne, uint32_t n, const uint32_t *safe,
+                           uint32_t free, uint32_t round, loong_reply *r, uint8_t *steps) {
+    uint32_t best_move = 0, deep = 0, roomy = 0, any_worker = 0;
+    for (uint32_t i = 0; i < ne; i++) any_worker |= e[i].dragon >= 2;
+    if (!any_worker || free < 2) return 0;
+    for (uint32_t d = 0; d < 4; d++) {
+        if (!safe[d]) continue;
+        uint32_t m = margin(h, e, ne, (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8);
+        uint32_t dd = rec(d)[12] >= 6 ? 6 : rec(d)[12], rr = rec(d)[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : rec(d)[13];
+        if (m > best_move) best_move = m;
+        if (dd > deep) deep = dd;
+        if (rr > roomy) roomy = rr;
+    }
+    if (best_move == 0) return 0;
+    uint32_t pick = n, key = 0;
+    for (uint32_t i = 4; i < n; i++) {
+        const uint8_t *c = rec(i);
+        uint32_t k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
+        if (c[0] != CORE_KIND_SPRINT || c[1] != CORE_GEN_PRIMITIVE || k > free || c[12] == 0 || (c[14] & CORE_CF_FATAL))
+            continue;
+        uint32_t dd = c[12] >= 6 ? 6 : c[12], rr = c[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : c[13];
+        uint32_t end = (uint32_t)c[6] | (uint32_t)c[7] << 8, s, mo;
+        if (dd < deep || rr < roomy) continue;
+        exposure(h, e, ne, end, &s, &mo);
+        uint32_t m = margin(h, e, ne, end);
+        if (s || m <= best_move) continue;
+        uint32_t kk = m << 16 | dd << 8 | rr;
+        if (kk > key) key = kk, pick = i;
+    }
+    if (pick == n) return 0;
+    core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(pick), round);
+    h->route.target = CORE_NO_CELL;
+    core_route_reply(&h->route, rec(pick), round, r, steps);
+    return 1;
+}
+
 static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, loong_reply *r, uint8_t *steps,
                      uint32_t length) {
     eh_head e[64];
@@ -455,6 +521,7 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
     }
     if (hidden_safe) {
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && seen[d] == 0;
+        if (EH_FAR && far_sprint(h, e, ne, n, safe, free, round, r, steps)) return 1;
         if (camps(h)) narrow_ghosts(h, safe, n);
         return 0;
     }
@@ -524,16 +591,19 @@ static uint32_t strike_pick(uint32_t n, const uint32_t *end, uint32_t cell, uint
 // The guard (EH_GUARD): our queen's head seen this round, an enemy worker's head seen this round within its strike
 // reach of her (torus Manhattan min(ceil(L/4) + L, 6), L its segments seen): strike that head (head-on, both die)
 // by a move, else by the shortest sprint ending there. 1 when the reply is written.
+// The trade (EH_TRADE = k > 0): the same strike on an enemy worker's head seen this round whose segments seen are at
+// least our length + k - 1 (the foil's rule at k = 1: a head-on costs us no more than it costs them).
 static uint32_t guard_strike(expert_h *h, uint32_t n, const uint32_t *end, uint32_t round, loong_reply *r,
                              uint8_t *steps) {
-    uint32_t queen = our_queen_cell(h, 0);
-    if (queen == CORE_NO_CELL) return 0;
+    uint32_t queen = EH_GUARD ? our_queen_cell(h, 0) : CORE_NO_CELL;
+    if (queen == CORE_NO_CELL && !EH_TRADE) return 0;
     eh_head e[64];
     uint32_t ne = enemy_heads(h, e, 64), pick = n, shortest = 0xFFFF;
     for (uint32_t i = 0; i < ne; i++) {
         uint32_t reach = (e[i].length + 3) / 4 + e[i].length;
-        if (e[i].dragon >= 2 && manhattan(h, e[i].cell, queen) <= (reach > 6 ? 6 : reach))
-            pick = strike_pick(n, end, e[i].cell, &shortest, pick);
+        uint32_t guard = queen != CORE_NO_CELL && manhattan(h, e[i].cell, queen) <= (reach > 6 ? 6 : reach);
+        uint32_t trade = EH_TRADE && e[i].length + 1 >= h->length + EH_TRADE;
+        if (e[i].dragon >= 2 && (guard || trade)) pick = strike_pick(n, end, e[i].cell, &shortest, pick);
     }
     if (pick >= n) return 0;
     core_route_commit(&h->route, CORE_OPT_STRIKE, rec(pick), round);
@@ -620,7 +690,8 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             return code;
         }
     }
-    if (EH_GUARD && !guarded(h) && guard_strike(h, n, end, round, r, steps)) return code;
+    h->length = loong_length(obs);
+    if ((EH_GUARD || EH_TRADE) && !guarded(h) && guard_strike(h, n, end, round, r, steps)) return code;
     if (depth == 0) {  // every move dies: the deepest surviving sprint, if any
         uint32_t key = 0;
         for (uint32_t i = 4; i < n; i++) {
@@ -646,7 +717,6 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             return code;
         }
     }
-    h->length = loong_length(obs);
     if (EH_HIDE && (guarded(h) || EH_HIDE_WORKERS) && hide(h, n, safe, round, r, steps, h->length))
         return code;
     // The queen keeps out of the sprint reach of every enemy head seen this round (reach from the length seen,
@@ -707,6 +777,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         }
     }
     uint32_t dir = 4, chosen = n;
+    uint32_t queen_camps = h->world.is_queen && EH_QUEEN_CAMPS && (!EH_CAMP_CELLS || cells <= EH_CAMP_CELLS);
     if (!guarded(h) && escape == n) {  // the hunt: toward where the enemy queen's head was seen lately
         uint32_t q = CORE_NO_CELL, best = 0, cells = (uint32_t)h->world.width * h->world.height;
         for (uint32_t c = 0; c < cells; c++) {
@@ -729,12 +800,12 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(chosen), round);
     } else if (core_route_hold(&h->route, &h->world, &scratch, round, escape < n, &dir) && safe[dir]) {
         chosen = dir;  // the kept option's first move (records 0..3 are the moves N, E, S, W)
-    } else if (harvest < n && !(h->world.is_queen && EH_QUEEN_CAMPS == 2 && rec(harvest)[10] > EH_CAMP_HARVEST)) {
+    } else if (harvest < n && !(queen_camps && EH_QUEEN_CAMPS == 2 && ((uint32_t)rec(harvest)[10] | (uint32_t)rec(harvest)[11] << 8) > EH_CAMP_HARVEST)) {
         chosen = harvest;
         core_route_commit(&h->route, CORE_OPT_HARVEST, rec(chosen), round);
     } else {  // wander: straight on while safe, a fresh turn every EH_WANDER_TURN rounds
         uint32_t heading = loong_heading(obs), bias = (uint32_t)(h->seed >> 7) + round / EH_WANDER_TURN;
-        if (h->world.is_queen && EH_QUEEN_CAMPS) {  // the queen camps: she follows her own tail in place
+        if (queen_camps) {  // the queen camps: she follows her own tail in place
             uint32_t L = loong_length(obs);
             uint32_t tail = loong_body_y(obs, (int)L - 1) * h->world.width + loong_body_x(obs, (int)L - 1);
             for (uint32_t d = 0; d < 4 && chosen == n; d++)
