@@ -1,8 +1,9 @@
 """expert-h's camping queen on small boards, a measured-off switch (bot/core/bot.c, EH_QUEEN_CAMPS = 2,
-EH_CAMP_HARVEST, EH_CAMP_CELLS; docs/expert-core-route.md, "Fifth pass"), built here with the switch on: on a board of at most 35 x 35 cells the queen with no pearl within
-EH_CAMP_HARVEST known-map steps follows her own tail in place instead of walking into the unknown; a pearl that
-near she takes; on a larger board she walks as before. Hand-made positions on the reference engine; the action is
-applied by the engine."""
+EH_CAMP_HARVEST, EH_CAMP_CELLS; docs/expert-core-route.md, "Fifth pass"), built here with the switch on: on a
+board of at most 35 x 35 cells the queen with no pearl within EH_CAMP_HARVEST known-map steps follows her own tail
+in place instead of walking into the unknown; a pearl that near she takes; on a larger board she walks as before;
+the default build does not camp. Hand-made positions on the reference engine; the action is applied by the
+engine."""
 
 from __future__ import annotations
 
