@@ -116,6 +116,25 @@ enum {
 #define EH_CHAMPION 1           // 1: the team's first worker (id team + 2) is a champion: it keeps out of sight as the
 #endif                          // queen does, never strikes, hunts or splits (0 off)
 
+#ifndef EH_CHAMPIONS
+#define EH_CHAMPIONS 1          // 2: the team's second starting worker (id team + 4) is a champion too
+#endif
+#ifndef EH_CHAMPION_FEED
+#define EH_CHAMPION_FEED EH_QUEEN_FEED  // the champion's feed (known-map steps), as the queen's EH_QUEEN_FEED
+#endif
+
+#ifndef EH_CHAMPION_STRIKE
+#define EH_CHAMPION_STRIKE 0    // 1: the champion strikes the enemy queen's head seen this round (it still never hunts);
+                                // k > 1: only with our queen seen or reported in the last k rounds (0 off)
+#endif
+
+#ifndef EH_ESCORT
+#define EH_ESCORT 3             // k > 0: the second starting worker (id team + 4) walks back toward our queen when
+#endif                          // more than k known-map steps from her head (0 off; 3 measured best of 3, 5, off)
+#ifndef EH_ESCORT_RANGE
+#define EH_ESCORT_RANGE 12      // ... and at most this many
+#endif
+
 #ifndef EH_CHAMPION_CAMP
 #define EH_CHAMPION_CAMP 1      // 1: the champion also keeps to the ghosts' and the strip's least exposure, as the queen
 #endif                          // does; 0: out of sight of the heads it sees only, so that it harvests more
@@ -130,7 +149,8 @@ static uint32_t manhattan(const expert_h *h, uint32_t a, uint32_t b) {
 
 // The queen, and the champion (EH_CHAMPION): the dragons that keep out of sight rather than strike.
 static uint32_t guarded(const expert_h *h) {
-    return h->world.is_queen || (EH_CHAMPION && h->world.dragon_id == h->world.team + 2u);
+    return h->world.is_queen || (EH_CHAMPION && (h->world.dragon_id == h->world.team + 2u ||
+                                                 (EH_CHAMPIONS > 1 && h->world.dragon_id == h->world.team + 4u)));
 }
 
 // The dragons that keep to the least exposure to ghosts and the stale strip (narrow_ghosts).
@@ -405,10 +425,11 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     }
     // the feed: a pearl this near by the known map whose first move keeps the least ghost score is taken
     // before the fresher view (EH_QUEEN_FEED steps, 0 off)
-    for (uint32_t i = 4; EH_QUEEN_FEED && i < n; i++) {
+    uint32_t feed = h->world.is_queen ? EH_QUEEN_FEED : EH_CHAMPION_FEED;
+    for (uint32_t i = 4; feed && i < n; i++) {
         const uint8_t *c = rec(i);
-        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]] || ((uint32_t)c[10] | (uint32_t)c[11] << 8) >
-            EH_QUEEN_FEED) continue;
+        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]] || ((uint32_t)c[10] | (uint32_t)c[11] << 8) > feed)
+            continue;
         uint32_t least = 0xFFFFFFFFu;
         for (uint32_t d = 0; d < 4; d++)
             if (safe[d] && score[d] / 64 < least) least = score[d] / 64;
@@ -681,7 +702,8 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     }
     // The strike: a worker moves into the enemy queen's head seen this round (head-on: both die), else takes the
     // shortest sprint ending there.
-    if (!guarded(h)) {
+    if (!guarded(h) || (EH_CHAMPION_STRIKE && !h->world.is_queen &&
+                        (EH_CHAMPION_STRIKE == 1 || our_queen_cell(h, EH_CHAMPION_STRIKE) != CORE_NO_CELL))) {
         uint32_t q = enemy_queen_cell(h), shortest = 0xFFFF;
         uint32_t pick = q == CORE_NO_CELL ? n : strike_pick(n, end, q, &shortest, n);
         if (pick < n) {
@@ -789,6 +811,19 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.first[q] < 4 && safe[scratch.first[q]])
             chosen = scratch.first[q];
         if (chosen < n) {
+            core_route_commit(&h->route, CORE_OPT_HUNT, rec(chosen), round);
+            h->route.target = q;
+            core_route_reply(&h->route, rec(chosen), round, r, steps);
+            return code;
+        }
+    }
+    if (EH_ESCORT && !guarded(h) && h->world.dragon_id == h->world.team + 4u && escape == n) {
+        // the escort: the team's second starting worker keeps within EH_ESCORT steps of our queen's head (seen or
+        // reported last round, at most EH_ESCORT_RANGE steps away), its view and reports ahead of hers
+        uint32_t q = our_queen_cell(h, 1);
+        if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.dist[q] > EH_ESCORT &&
+            scratch.dist[q] <= EH_ESCORT_RANGE && scratch.first[q] < 4 && safe[scratch.first[q]]) {
+            chosen = scratch.first[q];
             core_route_commit(&h->route, CORE_OPT_HUNT, rec(chosen), round);
             h->route.target = q;
             core_route_reply(&h->route, rec(chosen), round, r, steps);
