@@ -132,7 +132,10 @@ enum {
 #define EH_ESCORT 3             // k > 0: the second starting worker (id team + 4) walks back toward our queen when
 #endif                          // more than k known-map steps from her head (0 off; 3 measured best of 3, 5, off)
 #ifndef EH_ESCORT_RANGE
-#define EH_ESCORT_RANGE 12      // ... and at most this many
+#define EH_ESCORT_RANGE 12      // ... and at most this many (8 and 24 measured alike)
+#endif
+#ifndef EH_ESCORT_AGE
+#define EH_ESCORT_AGE 1         // ... her head seen or reported at most this many rounds ago
 #endif
 
 #ifndef EH_CHAMPION_CAMP
@@ -820,7 +823,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     if (EH_ESCORT && !guarded(h) && h->world.dragon_id == h->world.team + 4u && escape == n) {
         // the escort: the team's second starting worker keeps within EH_ESCORT steps of our queen's head (seen or
         // reported last round, at most EH_ESCORT_RANGE steps away), its view and reports ahead of hers
-        uint32_t q = our_queen_cell(h, 1);
+        uint32_t q = our_queen_cell(h, EH_ESCORT_AGE);
         if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.dist[q] > EH_ESCORT &&
             scratch.dist[q] <= EH_ESCORT_RANGE && scratch.first[q] < 4 && safe[scratch.first[q]]) {
             chosen = scratch.first[q];
