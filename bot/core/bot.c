@@ -292,6 +292,8 @@ static void queen_threats(const expert_h *h, const uint32_t *end, uint32_t *thre
 }
 
 static const uint8_t *rec(uint32_t i) { return records + (uint64_t)CORE_CAND_RECORD * i; }
+// A candidate record's 16-bit little-endian field at byte `at` (4 the target, 6 the end cell, 10 the route length).
+static uint32_t rec16(const uint8_t *c, uint32_t at) { return (uint32_t)c[at] | (uint32_t)c[at + 1] << 8; }
 
 // Out of sight (EH_HIDE). Queens act first in a round and every other dragon acts at most once before her next
 // turn, from where she saw it: a dragon sees her head at its turn only if her head is within its 7 x 7 window
@@ -431,8 +433,7 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     uint32_t feed = h->world.is_queen ? EH_QUEEN_FEED : EH_CHAMPION_FEED;
     for (uint32_t i = 4; feed && i < n; i++) {
         const uint8_t *c = rec(i);
-        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]] || ((uint32_t)c[10] | (uint32_t)c[11] << 8) > feed)
-            continue;
+        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]] || rec16(c, 10) > feed) continue;
         uint32_t least = 0xFFFFFFFFu;
         for (uint32_t d = 0; d < 4; d++)
             if (safe[d] && score[d] / 64 < least) least = score[d] / 64;
@@ -500,7 +501,7 @@ static uint32_t far_sprint(expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
     if (!any_worker || free < 2) return 0;
     for (uint32_t d = 0; d < 4; d++) {
         if (!safe[d]) continue;
-        uint32_t m = margin(h, e, ne, (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8);
+        uint32_t m = margin(h, e, ne, rec16(rec(d), 6));
         uint32_t dd = rec(d)[12] >= 6 ? 6 : rec(d)[12], rr = rec(d)[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : rec(d)[13];
         if (m > best_move) best_move = m;
         if (dd > deep) deep = dd;
@@ -510,11 +511,11 @@ static uint32_t far_sprint(expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
     uint32_t pick = n, key = 0;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
-        uint32_t k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
+        uint32_t k = rec16(c, 2);
         if (c[0] != CORE_KIND_SPRINT || c[1] != CORE_GEN_PRIMITIVE || k > free || c[12] == 0 || (c[14] & CORE_CF_FATAL))
             continue;
         uint32_t dd = c[12] >= 6 ? 6 : c[12], rr = c[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : c[13];
-        uint32_t end = (uint32_t)c[6] | (uint32_t)c[7] << 8, s, mo;
+        uint32_t end = rec16(c, 6), s, mo;
         if (dd < deep || rr < roomy) continue;
         exposure(h, e, ne, end, &s, &mo);
         uint32_t m = margin(h, e, ne, end);
@@ -597,6 +598,14 @@ static uint32_t our_queen_cell(const expert_h *h, uint32_t max_age) {
             best = seen, out = c;
     }
     return out;
+}
+
+// Who strikes the enemy queen's head in reach: every worker but the champion; the champion too with
+// EH_CHAMPION_STRIKE (1 always, k > 1 with our queen seen or reported in the last k rounds).
+static uint32_t takes_queen_strike(const expert_h *h) {
+    if (!guarded(h)) return 1;
+    if (!EH_CHAMPION_STRIKE || h->world.is_queen) return 0;
+    return EH_CHAMPION_STRIKE == 1 || our_queen_cell(h, EH_CHAMPION_STRIKE) != CORE_NO_CELL;
 }
 
 // The strike on a head at `cell`: the move ending there, else the shortest sprint ending there, if shorter than
@@ -705,8 +714,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     }
     // The strike: a worker moves into the enemy queen's head seen this round (head-on: both die), else takes the
     // shortest sprint ending there.
-    if (!guarded(h) || (EH_CHAMPION_STRIKE && !h->world.is_queen &&
-                        (EH_CHAMPION_STRIKE == 1 || our_queen_cell(h, EH_CHAMPION_STRIKE) != CORE_NO_CELL))) {
+    if (takes_queen_strike(h)) {
         uint32_t q = enemy_queen_cell(h), shortest = 0xFFFF;
         uint32_t pick = q == CORE_NO_CELL ? n : strike_pick(n, end, q, &shortest, n);
         if (pick < n) {
@@ -827,7 +835,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.dist[q] > EH_ESCORT &&
             scratch.dist[q] <= EH_ESCORT_RANGE && scratch.first[q] < 4 && safe[scratch.first[q]]) {
             chosen = scratch.first[q];
-            core_route_commit(&h->route, CORE_OPT_HUNT, rec(chosen), round);
+            core_route_commit(&h->route, CORE_OPT_ESCORT, rec(chosen), round);
             h->route.target = q;
             core_route_reply(&h->route, rec(chosen), round, r, steps);
             return code;
@@ -838,7 +846,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(chosen), round);
     } else if (core_route_hold(&h->route, &h->world, &scratch, round, escape < n, &dir) && safe[dir]) {
         chosen = dir;  // the kept option's first move (records 0..3 are the moves N, E, S, W)
-    } else if (harvest < n && !(queen_camps && EH_QUEEN_CAMPS == 2 && ((uint32_t)rec(harvest)[10] | (uint32_t)rec(harvest)[11] << 8) > EH_CAMP_HARVEST)) {
+    } else if (harvest < n && !(queen_camps && EH_QUEEN_CAMPS == 2 && rec16(rec(harvest), 10) > EH_CAMP_HARVEST)) {
         chosen = harvest;
         core_route_commit(&h->route, CORE_OPT_HARVEST, rec(chosen), round);
     } else {  // wander: straight on while safe, a fresh turn every EH_WANDER_TURN rounds
