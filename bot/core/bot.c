@@ -138,11 +138,21 @@ enum {
 #define EH_ESCORT_AGE 1         // ... her head seen or reported at most this many rounds ago
 #endif
 
+#ifndef EH_ECHO
+#define EH_ECHO 4               // the queen and the champion keep off a direction whose last sonar ray's echo holds an
+                                // enemy beyond sight: 1 flags every ray that left the view (all four sent); 2 as 1, for
+                                // every dragon; 3 sends the ray ahead alone, so that its echo is that line's; 4 (the
+                                // default) the ray ahead and the rays whose first hit the next view shows; 0 off
+#endif
+#ifndef EH_ECHO_QUEEN
+#define EH_ECHO_QUEEN 0         // 1: the queen alone probes by echo (not the champion)
+#endif
 #ifndef EH_CHAMPION_CAMP
 #define EH_CHAMPION_CAMP 1      // 1: the champion also keeps to the ghosts' and the strip's least exposure, as the queen
 #endif                          // does; 0: out of sight of the heads it sees only, so that it harvests more
 
 static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
+static uint32_t seen_now(const expert_h *h, const core_cell *c);
 
 // Torus Manhattan distance between cells a and b (kelp and portals ignored).
 static uint32_t manhattan(const expert_h *h, uint32_t a, uint32_t b) {
@@ -154,6 +164,11 @@ static uint32_t manhattan(const expert_h *h, uint32_t a, uint32_t b) {
 static uint32_t guarded(const expert_h *h) {
     return h->world.is_queen || (EH_CHAMPION && (h->world.dragon_id == h->world.team + 2u ||
                                                  (EH_CHAMPIONS > 1 && h->world.dragon_id == h->world.team + 4u)));
+}
+
+// The dragons that probe by echo (EH_ECHO): the guarded ones, the queen alone with EH_ECHO_QUEEN, all with 2.
+static uint32_t probes(const expert_h *h) {
+    return EH_ECHO == 2 || (EH_ECHO && (EH_ECHO_QUEEN ? h->world.is_queen : guarded(h)));
 }
 
 // The dragons that keep to the least exposure to ghosts and the stale strip (narrow_ghosts).
@@ -232,6 +247,44 @@ static void head_risk(const expert_h *h, const uint32_t *end, uint32_t *risk, ui
             if (risk[d] > CORE_F_Q16) risk[d] = CORE_F_Q16;
         }
     }
+}
+
+// The echo: last round's rays left this head (a dragon moves only by its own action) and their echoes (kelp, ally
+// body, ally head, enemy body, enemy head) arrive in this observation. A ray's first three cells lie in view: where
+// it crosses kelp or meets a segment there, what it hit is known (as of now, a round later: approximate). The enemy
+// hits left unexplained came from the rays that left the view (or met a portal) without a known hit; each such
+// ray's direction is flagged: an enemy head or body lies somewhere down that line. flag[d] = 1 for those.
+static void echo_flags(const expert_h *h, const uint8_t *obs, uint32_t *flag) {
+    for (uint32_t d = 0; d < 4; d++) flag[d] = 0;
+    uint32_t round = h->world.round, p = (round - 1u) & 1u;
+    if (!h->relay_on || round < 2 || h->relay.sent_round[p] != round - 1u) return;
+    uint32_t mask = h->relay.sent_mask[p], w = h->world.width, hh = h->world.height, known_enemy = 0, open = 0;
+    uint32_t unknown[4] = {0, 0, 0, 0};
+    for (uint32_t d = 0; d < 4; d++) {
+        if (!(mask >> d & 1u)) continue;
+        uint32_t c = h->head, hit = 0;
+        for (uint32_t k = 0; k < 3 && !hit; k++) {
+            const core_cell *t = &h->world.cells[c];
+            uint32_t e = t->edge[d];
+            if (e == LOONG_KELP) hit = 1;
+            else if (e != LOONG_OPEN) hit = 2;  // a portal (or unknown): beyond the view's straight line
+            else {
+                uint32_t x = c % w, y = c / w;
+                x = (x + w + (uint32_t)loong_dx[d]) % w, y = (y + hh + (uint32_t)loong_dy[d]) % hh;
+                c = y * w + x;
+                const core_cell *u = &h->world.cells[c];
+                if (c == h->head) hit = 1;
+                else if (u->occupant != CORE_OCC_NONE && u->occupant != CORE_OCC_UNKNOWN && seen_now(h, u)) {
+                    hit = 1;
+                    known_enemy += u->occupant == CORE_OCC_ENEMY_BODY || u->occupant == CORE_OCC_ENEMY_HEAD;
+                }
+            }
+        }
+        if (hit != 1) unknown[d] = 1, open++;
+    }
+    uint32_t echoed = loong_echo(obs, 3) + loong_echo(obs, 4);
+    if (open == 0 || echoed <= known_enemy) return;
+    for (uint32_t d = 0; d < 4; d++) flag[d] = unknown[d];
 }
 
 static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
@@ -655,6 +708,33 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         opt = CORE_RELAY_NO_INTENT;
     uint32_t mask = core_relay_send(&h->relay, &h->world, opt, h->route.intent_target, h->route.intent_expiry,
                                     frames);
+    if (EH_ECHO >= 3 && probes(h)) {  // the ray ahead alone, so that its echo tells that line's first hit
+        uint32_t ahead = r->kind == LOONG_MOVE ? r->arg : r->kind == LOONG_SPRINT ? steps[r->arg - 1] : loong_heading(obs);
+        uint32_t keep = ahead < 4 ? 1u << ahead : 0u;
+        if (EH_ECHO == 4 && r->kind == LOONG_MOVE && ahead < 4 && h->world.cells[h->head].edge[ahead] == LOONG_OPEN) {
+            // ... with the rays whose first hit lies in the next view already (their echo is then explained)
+            uint32_t w = h->world.width, hh = h->world.height;
+            uint32_t nx = (h->head % w + w + (uint32_t)loong_dx[ahead]) % w, ny = (h->head / w + hh + (uint32_t)loong_dy[ahead]) % hh;
+            for (uint32_t d = 0; d < 4; d++) {
+                if (d == ahead) continue;
+                uint32_t c = ny * w + nx, hit = 0;
+                for (uint32_t k = 0; k < 3 && !hit; k++) {
+                    uint32_t e = h->world.cells[c].edge[d];
+                    if (e == LOONG_KELP) hit = 1;
+                    else if (e != LOONG_OPEN) hit = 2;
+                    else {
+                        uint32_t x = (c % w + w + (uint32_t)loong_dx[d]) % w, y = (c / w + hh + (uint32_t)loong_dy[d]) % hh;
+                        c = y * w + x;
+                        const core_cell *u = &h->world.cells[c];
+                        if (u->occupant != CORE_OCC_NONE && u->occupant != CORE_OCC_UNKNOWN && seen_now(h, u)) hit = 1;
+                    }
+                }
+                if (hit == 1) keep |= 1u << d;
+            }
+        }
+        mask &= keep;
+        h->relay.sent_mask[h->world.round & 1u] = (uint8_t)mask;
+    }
     for (int d = 0; d < 4; d++)
         if (mask >> d & 1) loong_send(r, d, frames[d]);
     return code;
@@ -698,10 +778,12 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
         calm[d] = end[d] < cells && !scratch.danger[end[d]];
     }
-    uint32_t risk[4];
+    uint32_t risk[4], echo[4];
     unseen_risk(h, end, risk);
+    echo_flags(h, obs, echo);
     for (uint32_t d = 0; d < 4; d++) {
         if ((h->world.is_queen || EH_UNSEEN_WORKERS) && risk[d] >= EH_UNSEEN_DANGER_Q16) calm[d] = 0;
+        if (probes(h) && echo[d]) calm[d] = 0;
         any_safe |= safe[d] && calm[d], any_live |= rec(d)[12] > 0 && calm[d];
     }
     if (any_safe)

@@ -95,7 +95,8 @@ def test_intent_record_decodes_under_the_team_key(recorded, native, native_cache
                                  ctypes.c_void_p]
     lib.sonar_decode.restype = ctypes.c_int32
     m, tracks = recorded[0]
-    i, t = sorted(tracks.items())[0]
+    # a worker that does not probe by echo (the queen and the champion send fewer rays: test_expert_h_echo.py)
+    i, t = next((i, t) for i, t in sorted(tracks.items()) if i >= 4)
     team = i % 2
     ctx = [ctypes.create_string_buffer(lib.sonar_ctx_size()) for _ in range(2)]
     for k in range(2):
