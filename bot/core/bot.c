@@ -144,6 +144,9 @@ enum {
                                 // every dragon; 3 sends the ray ahead alone, so that its echo is that line's; 4 (the
                                 // default) the ray ahead and the rays whose first hit the next view shows; 0 off
 #endif
+#ifndef EH_ECHO_MEMORY
+#define EH_ECHO_MEMORY 0        // k > 0: a line flagged stays flagged k more rounds (the direction, from the new head)
+#endif
 #ifndef EH_ECHO_QUEEN
 #define EH_ECHO_QUEEN 0         // 1: the queen alone probes by echo (not the champion)
 #endif
@@ -211,7 +214,8 @@ void expert_h_init(expert_h *h, uint64_t seed) {
     core_relay_reset(&h->relay, 0, 0, SONAR_CHECK_BITS);
     h->relay_on = 0;
 #endif
-    h->seed = seed, h->turns = 0, h->last_code = 0, h->head = 0, h->length = 0;
+    h->seed = seed, h->turns = 0, h->last_code = 0, h->head = 0, h->length = 0, h->echo_round = 0;
+    for (uint32_t d = 0; d < 4; d++) h->echo_flag[d] = 0;
 }
 
 // risk[d] (Q16, rounded down, at most 1) = the sum over enemy filters whose head is not seen this round of alive x
@@ -285,6 +289,16 @@ static void echo_flags(const expert_h *h, const uint8_t *obs, uint32_t *flag) {
     uint32_t echoed = loong_echo(obs, 3) + loong_echo(obs, 4);
     if (open == 0 || echoed <= known_enemy) return;
     for (uint32_t d = 0; d < 4; d++) flag[d] = unknown[d];
+}
+
+// echo_flags, with the lines flagged in the last EH_ECHO_MEMORY rounds kept (state in h).
+static void echo_lines(expert_h *h, const uint8_t *obs, uint32_t *flag) {
+    echo_flags(h, obs, flag);
+    uint32_t any = flag[0] | flag[1] | flag[2] | flag[3];
+    if (EH_ECHO_MEMORY && !any && h->echo_round && h->echo_round + EH_ECHO_MEMORY >= h->world.round)
+        for (uint32_t d = 0; d < 4; d++) flag[d] = h->echo_flag[d];
+    else if (any)
+        for (uint32_t d = 0; d < 4; d++) h->echo_flag[d] = flag[d], h->echo_round = h->world.round;
 }
 
 static void unseen_risk(const expert_h *h, const uint32_t *end, uint32_t *risk) {
@@ -711,7 +725,8 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     if (EH_ECHO >= 3 && probes(h)) {  // the ray ahead alone, so that its echo tells that line's first hit
         uint32_t ahead = r->kind == LOONG_MOVE ? r->arg : r->kind == LOONG_SPRINT ? steps[r->arg - 1] : loong_heading(obs);
         uint32_t keep = ahead < 4 ? 1u << ahead : 0u;
-        if (EH_ECHO == 4 && r->kind == LOONG_MOVE && ahead < 4 && h->world.cells[h->head].edge[ahead] == LOONG_OPEN) {
+        if (EH_ECHO == 5 && ahead < 4) keep |= 1u << ((ahead + 1u + 2u * (h->world.round & 1u)) & 3u);  // a side too
+        if (EH_ECHO >= 4 && r->kind == LOONG_MOVE && ahead < 4 && h->world.cells[h->head].edge[ahead] == LOONG_OPEN) {
             // ... with the rays whose first hit lies in the next view already (their echo is then explained)
             uint32_t w = h->world.width, hh = h->world.height;
             uint32_t nx = (h->head % w + w + (uint32_t)loong_dx[ahead]) % w, ny = (h->head / w + hh + (uint32_t)loong_dy[ahead]) % hh;
@@ -780,7 +795,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     }
     uint32_t risk[4], echo[4];
     unseen_risk(h, end, risk);
-    echo_flags(h, obs, echo);
+    echo_lines(h, obs, echo);
     for (uint32_t d = 0; d < 4; d++) {
         if ((h->world.is_queen || EH_UNSEEN_WORKERS) && risk[d] >= EH_UNSEEN_DANGER_Q16) calm[d] = 0;
         if (probes(h) && echo[d]) calm[d] = 0;
