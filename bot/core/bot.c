@@ -258,37 +258,38 @@ static void head_risk(const expert_h *h, const uint32_t *end, uint32_t *risk, ui
 // it crosses kelp or meets a segment there, what it hit is known (as of now, a round later: approximate). The enemy
 // hits left unexplained came from the rays that left the view (or met a portal) without a known hit; each such
 // ray's direction is flagged: an enemy head or body lies somewhere down that line. flag[d] = 1 for those.
+static uint32_t ray_in_view(const expert_h *h, uint32_t from, uint32_t d, uint32_t *enemy);
+
 static void echo_flags(const expert_h *h, const uint8_t *obs, uint32_t *flag) {
     for (uint32_t d = 0; d < 4; d++) flag[d] = 0;
     uint32_t round = h->world.round, p = (round - 1u) & 1u;
     if (!h->relay_on || round < 2 || h->relay.sent_round[p] != round - 1u) return;
-    uint32_t mask = h->relay.sent_mask[p], w = h->world.width, hh = h->world.height, known_enemy = 0, open = 0;
-    uint32_t unknown[4] = {0, 0, 0, 0};
-    for (uint32_t d = 0; d < 4; d++) {
-        if (!(mask >> d & 1u)) continue;
-        uint32_t c = h->head, hit = 0;
-        for (uint32_t k = 0; k < 3 && !hit; k++) {
-            const core_cell *t = &h->world.cells[c];
-            uint32_t e = t->edge[d];
-            if (e == LOONG_KELP) hit = 1;
-            else if (e != LOONG_OPEN) hit = 2;  // a portal (or unknown): beyond the view's straight line
-            else {
-                uint32_t x = c % w, y = c / w;
-                x = (x + w + (uint32_t)loong_dx[d]) % w, y = (y + hh + (uint32_t)loong_dy[d]) % hh;
-                c = y * w + x;
-                const core_cell *u = &h->world.cells[c];
-                if (c == h->head) hit = 1;
-                else if (u->occupant != CORE_OCC_NONE && u->occupant != CORE_OCC_UNKNOWN && seen_now(h, u)) {
-                    hit = 1;
-                    known_enemy += u->occupant == CORE_OCC_ENEMY_BODY || u->occupant == CORE_OCC_ENEMY_HEAD;
-                }
-            }
-        }
-        if (hit != 1) unknown[d] = 1, open++;
-    }
+    uint32_t mask = h->relay.sent_mask[p], known_enemy = 0, open = 0, unknown[4] = {0, 0, 0, 0};
+    for (uint32_t d = 0; d < 4; d++)
+        if ((mask >> d & 1u) && !ray_in_view(h, h->head, d, &known_enemy)) unknown[d] = 1, open++;
     uint32_t echoed = loong_echo(obs, 3) + loong_echo(obs, 4);
     if (open == 0 || echoed <= known_enemy) return;
     for (uint32_t d = 0; d < 4; d++) flag[d] = unknown[d];
+}
+
+// A ray from cell `from` toward d, walked 3 cells by the world as seen this round: 1 when its first hit lies there
+// (kelp crossed, a segment seen, or back at `from`), *enemy counting an enemy segment hit; 0 when it runs on out of
+// those cells or meets a portal (or an unknown edge).
+static uint32_t ray_in_view(const expert_h *h, uint32_t from, uint32_t d, uint32_t *enemy) {
+    uint32_t w = h->world.width, hh = h->world.height, c = from;
+    for (uint32_t k = 0; k < 3; k++) {
+        uint32_t e = h->world.cells[c].edge[d];
+        if (e == LOONG_KELP) return 1;
+        if (e != LOONG_OPEN) return 0;
+        c = (c / w + hh + (uint32_t)loong_dy[d]) % hh * w + (c % w + w + (uint32_t)loong_dx[d]) % w;
+        const core_cell *u = &h->world.cells[c];
+        if (c == from) return 1;
+        if (u->occupant != CORE_OCC_NONE && u->occupant != CORE_OCC_UNKNOWN && seen_now(h, u)) {
+            *enemy += u->occupant == CORE_OCC_ENEMY_BODY || u->occupant == CORE_OCC_ENEMY_HEAD;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 // echo_flags, with the lines flagged in the last EH_ECHO_MEMORY rounds kept (state in h).
@@ -728,24 +729,11 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         if (EH_ECHO == 5 && ahead < 4) keep |= 1u << ((ahead + 1u + 2u * (h->world.round & 1u)) & 3u);  // a side too
         if (EH_ECHO >= 4 && r->kind == LOONG_MOVE && ahead < 4 && h->world.cells[h->head].edge[ahead] == LOONG_OPEN) {
             // ... with the rays whose first hit lies in the next view already (their echo is then explained)
-            uint32_t w = h->world.width, hh = h->world.height;
-            uint32_t nx = (h->head % w + w + (uint32_t)loong_dx[ahead]) % w, ny = (h->head / w + hh + (uint32_t)loong_dy[ahead]) % hh;
-            for (uint32_t d = 0; d < 4; d++) {
-                if (d == ahead) continue;
-                uint32_t c = ny * w + nx, hit = 0;
-                for (uint32_t k = 0; k < 3 && !hit; k++) {
-                    uint32_t e = h->world.cells[c].edge[d];
-                    if (e == LOONG_KELP) hit = 1;
-                    else if (e != LOONG_OPEN) hit = 2;
-                    else {
-                        uint32_t x = (c % w + w + (uint32_t)loong_dx[d]) % w, y = (c / w + hh + (uint32_t)loong_dy[d]) % hh;
-                        c = y * w + x;
-                        const core_cell *u = &h->world.cells[c];
-                        if (u->occupant != CORE_OCC_NONE && u->occupant != CORE_OCC_UNKNOWN && seen_now(h, u)) hit = 1;
-                    }
-                }
-                if (hit == 1) keep |= 1u << d;
-            }
+            uint32_t w = h->world.width, hh = h->world.height, enemy = 0;
+            uint32_t next = (h->head / w + hh + (uint32_t)loong_dy[ahead]) % hh * w +
+                            (h->head % w + w + (uint32_t)loong_dx[ahead]) % w;
+            for (uint32_t d = 0; d < 4; d++)
+                if (d != ahead && ray_in_view(h, next, d, &enemy)) keep |= 1u << d;
         }
         mask &= keep;
         h->relay.sent_mask[h->world.round & 1u] = (uint8_t)mask;
