@@ -253,13 +253,13 @@ static void head_risk(const expert_h *h, const uint32_t *end, uint32_t *risk, ui
     }
 }
 
+static uint32_t ray_in_view(const expert_h *h, uint32_t from, uint32_t d, uint32_t *enemy);
+
 // The echo: last round's rays left this head (a dragon moves only by its own action) and their echoes (kelp, ally
 // body, ally head, enemy body, enemy head) arrive in this observation. A ray's first three cells lie in view: where
 // it crosses kelp or meets a segment there, what it hit is known (as of now, a round later: approximate). The enemy
 // hits left unexplained came from the rays that left the view (or met a portal) without a known hit; each such
 // ray's direction is flagged: an enemy head or body lies somewhere down that line. flag[d] = 1 for those.
-static uint32_t ray_in_view(const expert_h *h, uint32_t from, uint32_t d, uint32_t *enemy);
-
 static void echo_flags(const expert_h *h, const uint8_t *obs, uint32_t *flag) {
     for (uint32_t d = 0; d < 4; d++) flag[d] = 0;
     uint32_t round = h->world.round, p = (round - 1u) & 1u;
@@ -736,7 +736,7 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
                 if (d != ahead && ray_in_view(h, next, d, &enemy)) keep |= 1u << d;
         }
         mask &= keep;
-        h->relay.sent_mask[h->world.round & 1u] = (uint8_t)mask;
+        core_relay_note_sent(&h->relay, h->world.round, frames, mask);  // the relay's own echoes: only these rays
     }
     for (int d = 0; d < 4; d++)
         if (mask >> d & 1) loong_send(r, d, frames[d]);
