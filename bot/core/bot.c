@@ -150,6 +150,9 @@ enum {
 #ifndef EH_ECHO_QUEEN
 #define EH_ECHO_QUEEN 0         // 1: the queen alone probes by echo (not the champion)
 #endif
+#ifndef EH_RELAY_RAYS
+#define EH_RELAY_RAYS 1         // 1: a probe's held-back rays are left out when the relay chooses its records, so that
+#endif                          // those records go on the rays sent or later; 0: chosen for all four rays, then cut
 #ifndef EH_CHAMPION_CAMP
 #define EH_CHAMPION_CAMP 1      // 1: the champion also keeps to the ghosts' and the strip's least exposure, as the queen
 #endif                          // does; 0: out of sight of the heads it sees only, so that it harvests more
@@ -721,22 +724,26 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     uint32_t opt = h->route.option <= 63 ? h->route.option : CORE_RELAY_NO_INTENT;
     if (opt == CORE_OPT_NONE || h->route.intent_target >= (uint32_t)h->world.width * h->world.height)
         opt = CORE_RELAY_NO_INTENT;
-    uint32_t mask = core_relay_send(&h->relay, &h->world, opt, h->route.intent_target, h->route.intent_expiry,
-                                    frames);
+    uint32_t rays = 15u;
     if (EH_ECHO >= 3 && probes(h)) {  // the ray ahead alone, so that its echo tells that line's first hit
         uint32_t ahead = r->kind == LOONG_MOVE ? r->arg : r->kind == LOONG_SPRINT ? steps[r->arg - 1] : loong_heading(obs);
-        uint32_t keep = ahead < 4 ? 1u << ahead : 0u;
-        if (EH_ECHO == 5 && ahead < 4) keep |= 1u << ((ahead + 1u + 2u * (h->world.round & 1u)) & 3u);  // a side too
+        rays = ahead < 4 ? 1u << ahead : 0u;
+        if (EH_ECHO == 5 && ahead < 4) rays |= 1u << ((ahead + 1u + 2u * (h->world.round & 1u)) & 3u);  // a side too
         if (EH_ECHO >= 4 && r->kind == LOONG_MOVE && ahead < 4 && h->world.cells[h->head].edge[ahead] == LOONG_OPEN) {
             // ... with the rays whose first hit lies in the next view already (their echo is then explained)
             uint32_t w = h->world.width, hh = h->world.height, enemy = 0;
             uint32_t next = (h->head / w + hh + (uint32_t)loong_dy[ahead]) % hh * w +
                             (h->head % w + w + (uint32_t)loong_dx[ahead]) % w;
             for (uint32_t d = 0; d < 4; d++)
-                if (d != ahead && ray_in_view(h, next, d, &enemy)) keep |= 1u << d;
+                if (d != ahead && ray_in_view(h, next, d, &enemy)) rays |= 1u << d;
         }
-        mask &= keep;
-        core_relay_note_sent(&h->relay, h->world.round, frames, mask);  // the relay's own echoes: only these rays
+    }
+    // only the rays sent carry records marked broadcast: what a held-back ray would have said goes out later
+    uint32_t mask = core_relay_send_rays(&h->relay, &h->world, opt, h->route.intent_target, h->route.intent_expiry,
+                                         EH_RELAY_RAYS ? rays : 15u, frames);
+    if (!EH_RELAY_RAYS && rays != 15u) {  // the earlier way (measured switch): frames chosen for all four, then cut
+        mask &= rays;
+        core_relay_note_sent(&h->relay, h->world.round, frames, mask);
     }
     for (int d = 0; d < 4; d++)
         if (mask >> d & 1) loong_send(r, d, frames[d]);

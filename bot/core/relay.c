@@ -206,6 +206,11 @@ static int sighting_of(const core_cell *m, uint32_t cell, sonar_record *out) {
 
 uint32_t core_relay_send(core_relay *r, const core_world *w, uint32_t intent_option, uint32_t intent_target,
                          uint32_t intent_expiry, uint64_t frames[4]) {
+    return core_relay_send_rays(r, w, intent_option, intent_target, intent_expiry, 15u, frames);
+}
+
+uint32_t core_relay_send_rays(core_relay *r, const core_world *w, uint32_t intent_option, uint32_t intent_target,
+                              uint32_t intent_expiry, uint32_t rays, uint64_t frames[4]) {
     for (uint32_t d = 0; d < 4; d++) frames[d] = 0;
     if (!ready(r, (const core_world *)w)) return 0;
     uint32_t now = w->round, n = (uint32_t)w->width * w->height;
@@ -255,11 +260,14 @@ uint32_t core_relay_send(core_relay *r, const core_world *w, uint32_t intent_opt
     sonar_record status = {SONAR_STATUS, 0, 0, r->own_length ? r->own_length : 1, w->is_queen ? 1u : 0u};
     if (status.value > SONAR_MAX_LENGTH) status.value = SONAR_MAX_LENGTH;
     uint32_t mask = 0, total = 0;
+    uint32_t status_ray = now % 4;  // the status on one ray a round, turning; the next allowed ray when not allowed
+    for (uint32_t j = 0; j < 4 && !(rays >> status_ray & 1u); j++) status_ray = (status_ray + 1) % 4;
     for (uint32_t d = 0; d < 4; d++) {
         sonar_record ray[LIST];
         uint32_t from[LIST], k = 0;
+        if (!(rays >> d & 1u)) continue;  // a ray not sent: nothing on it is marked broadcast
         for (uint32_t i = 0; i < nc; i++) ray[k] = list[i], from[k++] = i;
-        if (d == now % 4) ray[k] = status, from[k++] = COMMON;  // the status on one ray a round, turning
+        if (d == status_ray) ray[k] = status, from[k++] = COMMON;
         for (uint32_t i = 0; i < np; i++)
             if (!done[COMMON + 1 + i]) ray[k] = pool[i], from[k++] = COMMON + 1 + i;
         uint32_t got = sonar_encode(&r->ctx, now, ray, k, packed, &frames[d]);

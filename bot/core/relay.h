@@ -102,6 +102,10 @@ uint32_t core_relay_merge(core_relay *r, core_world *w, const sonar_record *rec,
 // CORE_RELAY_NO_INTENT for none. Writes frames[4]; returns the mask of rays worth sending (a frame with a record).
 uint32_t core_relay_send(core_relay *r, const core_world *w, uint32_t intent_option, uint32_t intent_target,
                          uint32_t intent_expiry, uint64_t frames[4]);
+// The same on the rays in the mask `rays` only (bit d: ray d): the others stay 0 and nothing is marked broadcast
+// for them, so the records left off go out on the allowed rays or on a later round. core_relay_send: rays = 15.
+uint32_t core_relay_send_rays(core_relay *r, const core_world *w, uint32_t intent_option, uint32_t intent_target,
+                              uint32_t intent_expiry, uint32_t rays, uint64_t frames[4]);
 
 // Remember frames this dragon sent in `round` (mask: which rays) so their echoes are known as its own, without
 // choosing or marking anything: for a recorded dragon whose frames were chosen elsewhere (the replay dataset).
