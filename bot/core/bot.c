@@ -150,6 +150,17 @@ enum {
 #ifndef EH_ECHO_QUEEN
 #define EH_ECHO_QUEEN 0         // 1: the queen alone probes by echo (not the champion)
 #endif
+#ifndef EH_FEED_DEATH
+#define EH_FEED_DEATH 2         // k > 0: a worker this long (not the champion, not the escort) beside our queen, in its
+                                // own sight this round, with no enemy head seen, dies in place to feed her; 0 off
+                                // (measured 2, 3, 4, 6: the eighth pass)
+#endif
+#ifndef EH_FEED_REACH
+#define EH_FEED_REACH 3         // ... its head at most this many steps (torus Manhattan) from hers
+#endif
+#ifndef EH_FEED_ESCORT
+#define EH_FEED_ESCORT 0        // 1: the escort (id team + 4) feeds too
+#endif
 #ifndef EH_RELAY_RAYS
 #define EH_RELAY_RAYS 1         // 1: a probe's held-back rays are left out when the relay chooses its records, so that
 #endif                          // those records go on the rays sent or later; 0: chosen for all four rays, then cut
@@ -868,6 +879,25 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         }
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && threat[d] == 0;
         if (best < 4 && !safe[best] && !(safe[0] | safe[1] | safe[2] | safe[3])) safe[best] = 1;
+    }
+    if (EH_FEED_DEATH && !guarded(h) && depth > 0 && loong_length(obs) >= EH_FEED_DEATH &&
+        (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u)) {
+        // the feed death: a worker beside our queen (in its own sight this round) dies where it lies, its segments
+        // 0, 2, 4, ... left as pearls for her (queen scoring: her length counts first), when no enemy head is seen
+        uint32_t q = our_queen_cell(h, 0);
+        eh_head e[8];
+        if (q != CORE_NO_CELL && h->world.cells[q].source[CORE_G_OCCUPANT] == CORE_SRC_SIGHT &&
+            manhattan(h, q, h->head) <= EH_FEED_REACH && enemy_heads(h, e, 8) == 0) {
+            uint32_t neck = loong_body_y(obs, 1) * h->world.width + loong_body_x(obs, 1), pick = 4;
+            for (uint32_t d = 0; d < 4 && pick == 4; d++)
+                if (h->world.cells[h->head].edge[d] == LOONG_KELP || (end[d] == neck && end[d] != q)) pick = d;
+            if (pick < 4) {
+                core_route_commit(&h->route, CORE_OPT_FEED, rec(pick), round);
+                h->route.target = q;
+                core_route_reply(&h->route, rec(pick), round, r, steps);
+                return code;
+            }
+        }
     }
     {  // the split (calm: no move threatened by a head seen or unseen, no escape candidate, a move survives)
         uint32_t L = loong_length(obs), k = 0, calm_all = depth > 0;

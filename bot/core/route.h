@@ -11,7 +11,8 @@
 
 // Option codes (sent as the intent record's value, 0..63).
 enum { CORE_OPT_NONE = 0, CORE_OPT_HARVEST = 1, CORE_OPT_ESCAPE = 2, CORE_OPT_WANDER = 3, CORE_OPT_SURVIVE = 4,
-       CORE_OPT_STRIKE = 5, CORE_OPT_HUNT = 6, CORE_OPT_SPLIT = 7, CORE_OPT_ESCORT = 8 };
+       CORE_OPT_STRIKE = 5, CORE_OPT_HUNT = 6, CORE_OPT_SPLIT = 7, CORE_OPT_ESCORT = 8,
+       CORE_OPT_FEED = 9 };
 enum {
     CORE_ROUTE_SLACK = 4,  // rounds an option may run past its route length before it expires (placeholder)
 };
