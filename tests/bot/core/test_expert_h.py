@@ -111,7 +111,7 @@ def test_intent_record_decodes_under_the_team_key(recorded, native, native_cache
         rnd = int.from_bytes(obs[12:16], "little")
         out = (ctypes.c_uint32 * 5 * 16)()
         assert lib.sonar_decode(ctx[team], frame, rnd, out, 16, None) >= 1  # the intent first, then relayed facts
-        assert out[0][0] == 4 and out[0][1] < m.width * m.height and 1 <= out[0][3] <= 8 and out[0][2] >= rnd
+        assert out[0][0] == 4 and out[0][1] < m.width * m.height and 1 <= out[0][3] <= 9 and out[0][2] >= rnd
         assert lib.sonar_decode(ctx[1 - team], frame, rnd, out, 16, None) == -1 or out[0][0] != 4
         sent += 1
     assert sent == len(t.obs)
