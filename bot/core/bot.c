@@ -168,6 +168,19 @@ enum {
 #define EH_CHAMPION_CAMP 1      // 1: the champion also keeps to the ghosts' and the strip's least exposure, as the queen
 #endif                          // does; 0: out of sight of the heads it sees only, so that it harvests more
 
+// The parts' meter (benchmarks/expert_h_points.py only): built with -DEH_PROFILE=1 for wasm, the turn calls the
+// host's bench.mark(part) at each part's end, where the host reads the points used so far. Never in a judged build.
+#ifndef EH_PROFILE
+#define EH_PROFILE 0
+#endif
+#if EH_PROFILE && defined(__wasm__)
+__attribute__((import_module("bench"), import_name("mark"))) void eh_mark(uint32_t part);
+#define EH_MARK(part) eh_mark(part)
+#else
+#define EH_MARK(part) ((void)0)
+#endif
+enum { EH_PART_BELIEF = 1, EH_PART_RECEIVE = 2, EH_PART_CANDIDATES = 3, EH_PART_SCORE = 4, EH_PART_SEND = 5 };
+
 static uint32_t torus(uint32_t a, uint32_t b, uint32_t n);
 static uint32_t seen_now(const expert_h *h, const core_cell *c);
 
@@ -730,6 +743,7 @@ static uint32_t guard_strike(expert_h *h, uint32_t n, const uint32_t *end, uint3
 // enemy heads in sight and the documented relay priority (relay.h).
 uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
     uint32_t code = decide(h, obs, len, r, steps);
+    EH_MARK(EH_PART_SCORE);  // the hand-set score and the route controller: the reply chosen
     if (code != CORE_OK || !h->relay_on) return code;
     uint64_t frames[4];
     uint32_t opt = h->route.option <= 63 ? h->route.option : CORE_RELAY_NO_INTENT;
@@ -758,6 +772,7 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     }
     for (int d = 0; d < 4; d++)
         if (mask >> d & 1) loong_send(r, d, frames[d]);
+    EH_MARK(EH_PART_SEND);
     return code;
 }
 
@@ -771,16 +786,19 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
     if (code != CORE_OK) return code;
     h->head = loong_body_y(obs, 0) * h->world.width + loong_body_x(obs, 0);
+    EH_MARK(EH_PART_BELIEF);
 #if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && !EH_RELAY
     if (!h->route.sonar_ready)
         core_route_key(&h->route, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, h->world.team,
                        h->world.width, h->world.height);
 #endif
     if (h->relay_on) core_relay_receive(&h->relay, &h->world, obs, len);
+    EH_MARK(EH_PART_RECEIVE);
     uint32_t round = loong_round(obs);
     core_budget_init(&budget, CORE_SURVIVAL_UNITS);
     uint32_t n = core_candidates(&h->world, obs, len, CORE_REQ_PRIMITIVE | CORE_REQ_HARVEST | CORE_REQ_ESCAPE,
                                  &scratch, &budget, records, EH_RECORDS);
+    EH_MARK(EH_PART_CANDIDATES);
     if (n > EH_RECORDS) n = EH_RECORDS;
     if (n < 4) return code;  // no candidates (cannot happen after an accepted observation): MOVE N
     // The four moves are records 0..3. The safe set: the deepest survival, then enough room.
