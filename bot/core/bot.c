@@ -161,6 +161,21 @@ enum {
 #ifndef EH_FEED_ESCORT
 #define EH_FEED_ESCORT 0        // 1: the escort (id team + 4) feeds too
 #endif
+#ifndef EH_LAST_STAND
+#define EH_LAST_STAND 0         // k > 0: with at most k living dragons in the team, every one is guarded (it hides and
+#endif                          // keeps out of reach as the queen does, no hunt, no split): a team with none loses
+#ifndef EH_SPLIT_UNTIL
+#define EH_SPLIT_UNTIL 0        // k > 0: workers split (EH_SPLIT_LENGTH) only up to round k, so that they are long at the
+#endif                          // end (the end compare after the queens: the longest living dragon); 0 every round
+#ifndef EH_FEED_CHAMPION
+#define EH_FEED_CHAMPION 0      // k > 0: the champion feeds too, at a length of at least EH_FEED_DEATH + k - 1
+#endif
+#ifndef EH_FEED_WALK
+#define EH_FEED_WALK 0          // k > 0: a worker (as the feed death's) at least EH_FEED_WALK_LENGTH long walks toward our
+#endif                          // queen when she is at most k known-map steps away (seen or reported), to feed her
+#ifndef EH_FEED_WALK_LENGTH
+#define EH_FEED_WALK_LENGTH 4
+#endif
 #ifndef EH_RELAY_RAYS
 #define EH_RELAY_RAYS 1         // 1: a probe's held-back rays are left out when the relay chooses its records, so that
 #endif                          // those records go on the rays sent or later; 0: chosen for all four rays, then cut
@@ -193,7 +208,8 @@ static uint32_t manhattan(const expert_h *h, uint32_t a, uint32_t b) {
 // The queen, and the champion (EH_CHAMPION): the dragons that keep out of sight rather than strike.
 static uint32_t guarded(const expert_h *h) {
     return h->world.is_queen || (EH_CHAMPION && (h->world.dragon_id == h->world.team + 2u ||
-                                                 (EH_CHAMPIONS > 1 && h->world.dragon_id == h->world.team + 4u)));
+                                                 (EH_CHAMPIONS > 1 && h->world.dragon_id == h->world.team + 4u))) ||
+           (EH_LAST_STAND && h->team_living <= EH_LAST_STAND);
 }
 
 // The dragons that probe by echo (EH_ECHO): the guarded ones, the queen alone with EH_ECHO_QUEEN, all with 2.
@@ -786,6 +802,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
     if (code != CORE_OK) return code;
     h->head = loong_body_y(obs, 0) * h->world.width + loong_body_x(obs, 0);
+    h->team_living = loong_team_living(obs);
     EH_MARK(EH_PART_BELIEF);
 #if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && !EH_RELAY
     if (!h->route.sonar_ready)
@@ -898,7 +915,8 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && threat[d] == 0;
         if (best < 4 && !safe[best] && !(safe[0] | safe[1] | safe[2] | safe[3])) safe[best] = 1;
     }
-    if (EH_FEED_DEATH && !guarded(h) && depth > 0 && loong_length(obs) >= EH_FEED_DEATH &&
+    if (EH_FEED_DEATH && (!guarded(h) || (EH_FEED_CHAMPION && !h->world.is_queen)) && depth > 0 &&
+        loong_length(obs) >= EH_FEED_DEATH + (guarded(h) ? EH_FEED_CHAMPION - 1u : 0u) &&
         (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u)) {
         // the feed death: a worker beside our queen (in its own sight this round) dies where it lies, its segments
         // 0, 2, 4, ... left as pearls for her (queen scoring: her length counts first), when no enemy head is seen
@@ -925,7 +943,8 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         for (uint32_t i = 4; i < n && calm_all; i++)
             if (rec(i)[1] == CORE_GEN_ESCAPE) calm_all = 0;
         if (calm_all && loong_team_living(obs) < EH_TEAM_CAP) {
-            if (!guarded(h) && EH_SPLIT_LENGTH && L >= EH_SPLIT_LENGTH) k = L / 2;
+            if (!guarded(h) && EH_SPLIT_LENGTH && L >= EH_SPLIT_LENGTH && (!EH_SPLIT_UNTIL || round <= EH_SPLIT_UNTIL))
+                k = L / 2;
             if (h->world.is_queen && EH_QUEEN_SHED && L >= EH_QUEEN_SHED) k = L / 3;
         }
         for (uint32_t i = 4; i < n && k; i++) {
@@ -976,6 +995,20 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             scratch.dist[q] <= EH_ESCORT_RANGE && scratch.first[q] < 4 && safe[scratch.first[q]]) {
             chosen = scratch.first[q];
             core_route_commit(&h->route, CORE_OPT_ESCORT, rec(chosen), round);
+            h->route.target = q;
+            core_route_reply(&h->route, rec(chosen), round, r, steps);
+            return code;
+        }
+    }
+    if (EH_FEED_WALK && EH_FEED_DEATH && !guarded(h) && escape == n && loong_length(obs) >= EH_FEED_WALK_LENGTH &&
+        (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u)) {
+        // the feed walk: a worker long enough walks toward our queen (seen or reported last round, at most
+        // EH_FEED_WALK known-map steps away) to die beside her (the feed death above)
+        uint32_t q = our_queen_cell(h, 1);
+        if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.dist[q] > 1 &&
+            scratch.dist[q] <= EH_FEED_WALK && scratch.first[q] < 4 && safe[scratch.first[q]]) {
+            chosen = scratch.first[q];
+            core_route_commit(&h->route, CORE_OPT_FEED, rec(chosen), round);
             h->route.target = q;
             core_route_reply(&h->route, rec(chosen), round, r, steps);
             return code;

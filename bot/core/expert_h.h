@@ -17,6 +17,7 @@ typedef struct {
     uint64_t seed;
     uint32_t turns, last_code, relay_on;
     uint32_t head, length;  // this turn's head cell and length
+    uint32_t team_living;   // this turn's living dragons of the team (the observation's count)
     uint32_t echo_round, echo_flag[4];  // the last round the echo flagged a line, and which (EH_ECHO_MEMORY)
 } expert_h;
 
