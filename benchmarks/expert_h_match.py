@@ -19,7 +19,7 @@ import sys
 
 from tqdm import tqdm
 
-from bot.expert_h import compile_expert_h, expert_h_factory
+from bot.expert_h import compile_expert_h, expert_h_defines, expert_h_factory
 from games.loong.bots import play_game, random_bot
 from games.loong.foil import foil_bot
 from games.stats import wilson_interval
@@ -60,11 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
                     help="a bot.c switch for a tuning build (-D), both builds; repeatable")
     a = ap.parse_args(argv)
-    for d in a.define:
-        name, _, value = d.partition("=")
-        if not name.isidentifier() or not name.startswith("EH_") or not value.lstrip("-").isdigit():
-            ap.error(f"--define {d!r}: expected EH_NAME=INTEGER")
-    defines = tuple(a.define)
+    try:
+        defines = expert_h_defines(a.define)
+    except ValueError as e:
+        ap.error(f"--define {e}")
     native = expert_h_factory(defines=defines)
     ok = True
 

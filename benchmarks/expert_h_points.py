@@ -33,7 +33,7 @@ import wasmtime
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout
 
 from bot.abi import REPLY_SIZE, parse_reply  # noqa: E402
-from bot.expert_h import ExpertH, compile_expert_h, expert_h_library  # noqa: E402
+from bot.expert_h import ExpertH, compile_expert_h, expert_h_defines, expert_h_library  # noqa: E402
 from bot.judge import make_engine  # noqa: E402
 from bot.team_keys import load_secret  # noqa: E402
 from games.loong.bots import play_game  # noqa: E402
@@ -120,11 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
                     help="a bot.c switch (-D) for both builds, e.g. EH_UNSEEN=1 to step the filters; repeatable")
     a = ap.parse_args(argv)
-    for d in a.define:
-        name, _, value = d.partition("=")
-        if not name.isidentifier() or not name.startswith("EH_") or not value.lstrip("-").isdigit():
-            ap.error(f"--define {d!r}: expected EH_NAME=INTEGER")
-    defines = tuple(a.define)
+    try:
+        defines = expert_h_defines(a.define)
+    except ValueError as e:
+        ap.error(f"--define {e}")
     try:
         sizes = [int(s) for s in a.sizes.split(",")]
     except ValueError:

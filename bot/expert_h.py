@@ -40,6 +40,16 @@ def secret_flags(secret: int | None = None) -> tuple[str, ...]:
     return (f"-DEXPERT_H_SECRET_HI={hi:#018x}ull", f"-DEXPERT_H_SECRET_LO={lo:#018x}ull")
 
 
+def expert_h_defines(values: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Tuning switches of bot.c as given on a command line (``EH_NAME=INTEGER`` each); ValueError naming the first
+    malformed one."""
+    for d in values:
+        name, _, value = d.partition("=")
+        if not name.isidentifier() or not name.startswith("EH_") or not value.lstrip("-").isdigit():
+            raise ValueError(f"{d!r}: expected EH_NAME=INTEGER")
+    return tuple(values)
+
+
 def compile_expert_h(out: Path, secret: int | None = None, defines: tuple[str, ...] = ()):
     """The judged bot as a wasm module at ``out`` (bot.toolchain.CompileResult)."""
     from bot.toolchain import compile_c
@@ -115,4 +125,5 @@ def expert_h_factory(secret: int | None = None, cache: Path | None = None,
 
 
 __all__ = ["EXPERT_H_SOURCES", "ExpertH", "ExpertHFactory", "REPLY", "build_expert_h", "compile_expert_h",
+           "expert_h_defines",
            "expert_h_factory", "expert_h_library", "secret_flags"]

@@ -403,6 +403,20 @@ static void queen_threats(const expert_h *h, const uint32_t *end, uint32_t *thre
 }
 
 static const uint8_t *rec(uint32_t i) { return records + (uint64_t)CORE_CAND_RECORD * i; }
+
+// One step of the known-map route toward cell q (our queen's head for the escort and the feed walk) when it lies
+// more than `beyond` and at most `within` steps away and its first move is safe: the option committed with q as
+// its target and the reply written; 1 if taken.
+static uint32_t walk_toward(expert_h *h, uint32_t q, uint32_t beyond, uint32_t within, const uint32_t *safe,
+                            uint32_t option, uint32_t round, loong_reply *r, uint8_t *steps) {
+    if (q == CORE_NO_CELL || scratch.dist[q] == CORE_DIST_NONE || scratch.dist[q] <= beyond ||
+        scratch.dist[q] > within || scratch.first[q] >= 4 || !safe[scratch.first[q]])
+        return 0;
+    core_route_commit(&h->route, option, rec(scratch.first[q]), round);
+    h->route.target = q;
+    core_route_reply(&h->route, rec(scratch.first[q]), round, r, steps);
+    return 1;
+}
 // A candidate record's 16-bit little-endian field at byte `at` (4 the target, 6 the end cell, 10 the route length).
 static uint32_t rec16(const uint8_t *c, uint32_t at) { return (uint32_t)c[at] | (uint32_t)c[at + 1] << 8; }
 
@@ -990,29 +1004,16 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     if (EH_ESCORT && !guarded(h) && h->world.dragon_id == h->world.team + 4u && escape == n) {
         // the escort: the team's second starting worker keeps within EH_ESCORT steps of our queen's head (seen or
         // reported last round, at most EH_ESCORT_RANGE steps away), its view and reports ahead of hers
-        uint32_t q = our_queen_cell(h, EH_ESCORT_AGE);
-        if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.dist[q] > EH_ESCORT &&
-            scratch.dist[q] <= EH_ESCORT_RANGE && scratch.first[q] < 4 && safe[scratch.first[q]]) {
-            chosen = scratch.first[q];
-            core_route_commit(&h->route, CORE_OPT_ESCORT, rec(chosen), round);
-            h->route.target = q;
-            core_route_reply(&h->route, rec(chosen), round, r, steps);
+        if (walk_toward(h, our_queen_cell(h, EH_ESCORT_AGE), EH_ESCORT, EH_ESCORT_RANGE, safe, CORE_OPT_ESCORT,
+                        round, r, steps))
             return code;
-        }
     }
     if (EH_FEED_WALK && EH_FEED_DEATH && !guarded(h) && escape == n && loong_length(obs) >= EH_FEED_WALK_LENGTH &&
         (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u)) {
         // the feed walk: a worker long enough walks toward our queen (seen or reported last round, at most
         // EH_FEED_WALK known-map steps away) to die beside her (the feed death above)
-        uint32_t q = our_queen_cell(h, 1);
-        if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.dist[q] > 1 &&
-            scratch.dist[q] <= EH_FEED_WALK && scratch.first[q] < 4 && safe[scratch.first[q]]) {
-            chosen = scratch.first[q];
-            core_route_commit(&h->route, CORE_OPT_FEED, rec(chosen), round);
-            h->route.target = q;
-            core_route_reply(&h->route, rec(chosen), round, r, steps);
+        if (walk_toward(h, our_queen_cell(h, 1), 1, EH_FEED_WALK, safe, CORE_OPT_FEED, round, r, steps))
             return code;
-        }
     }
     if (escape < n && safe[rec(escape)[2]]) {
         chosen = escape;
