@@ -38,6 +38,16 @@ def square_after(delay: float, *, seed: int) -> int:
     return seed * seed
 
 
+def square_after_marker(folder: str, wait_for: int, *, seed: int) -> int:
+    """Write folder/<seed>.done; with wait_for >= 0 first wait (up to 60 s) until folder/<wait_for>.done exists, so
+    that this item finishes after that one whatever the machine's load."""
+    deadline = time.monotonic() + 60
+    while wait_for >= 0 and not (Path(folder) / f"{wait_for}.done").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (Path(folder) / f"{seed}.done").touch()
+    return seed * seed
+
+
 def count_run(folder: str, name: str, *, seed: int) -> int:
     """Append this run to folder/name.runs and return the seed."""
     with open(Path(folder) / f"{name}.runs", "a") as f:
@@ -117,8 +127,9 @@ def runs(folder: Path, name: str) -> int:
 
 
 # -- the seam ------------------------------------------------------------------------------------------
-def test_results_come_in_item_order_whatever_order_they_finish():
-    items = [WorkItem(f"item{k}", square_after, (0.3 if k == 0 else 0.0,), seed=k) for k in range(4)]
+def test_results_come_in_item_order_whatever_order_they_finish(tmp_path):
+    # item 0 waits for item 1 (run beside it by the pool's second worker): it finishes after it on any load
+    items = [WorkItem(f"item{k}", square_after_marker, (str(tmp_path), 1 if k == 0 else -1), seed=k) for k in range(4)]
     pool = PoolExecutor(2)
     finished = [o.index for o in pool.run(items)]
     assert finished[0] != 0 and sorted(finished) == [0, 1, 2, 3]  # item 0 finished after the others
