@@ -32,7 +32,7 @@ import wasmtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout
 
-from bot.abi import REPLY_SIZE, parse_reply  # noqa: E402
+from bot.abi import REPLY_SIZE  # noqa: E402
 from bot.expert_h import ExpertH, compile_expert_h, expert_h_defines, expert_h_library  # noqa: E402
 from bot.judge import make_engine  # noqa: E402
 from bot.team_keys import load_secret  # noqa: E402
@@ -40,7 +40,6 @@ from games.loong.bots import play_game  # noqa: E402
 from games.loong.foil import foil_bot  # noqa: E402
 from games.loong.mapgen import generate_map  # noqa: E402
 from games.loong.maps import SYMMETRIES  # noqa: E402
-from games.loong.observation import encode  # noqa: E402
 
 PARTS = ("belief", "receive", "candidates", "score", "send")
 FUEL = 10**13  # far past any turn: the meter counts, it never stops the benchmark
@@ -57,14 +56,14 @@ class Recorder:
     def __call__(self, dragon_id: int, team: int, seed: int):
         bot, log = ExpertH(self.lib, dragon_id, team, seed), self.log.setdefault(dragon_id, [])
         self.seeds[dragon_id] = seed
+        reply_bytes = bot.reply_bytes
 
-        def act(obs):
-            data = encode(obs)
-            raw, steps = bot.reply_bytes(data)
-            log.append((data, (raw, steps)))
-            return parse_reply(raw, lambda ptr, n: steps[:n])
+        def logged(data: bytes) -> tuple[bytes, bytes]:  # ExpertH.act encodes, then calls this
+            out = reply_bytes(data)
+            log.append((data, out))
+            return out
 
-        bot.act = act
+        bot.reply_bytes = logged
         return bot
 
 

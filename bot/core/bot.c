@@ -212,6 +212,13 @@ static uint32_t guarded(const expert_h *h) {
            (EH_LAST_STAND && h->team_living <= EH_LAST_STAND);
 }
 
+// The dragons that feed our queen by the feed death (and walk to her with EH_FEED_WALK): the workers but the escort
+// (EH_FEED_ESCORT: it too), the champion with EH_FEED_CHAMPION; never the queen.
+static uint32_t feeds(const expert_h *h) {
+    return !h->world.is_queen && (!guarded(h) || EH_FEED_CHAMPION) &&
+           (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u);
+}
+
 // The dragons that probe by echo (EH_ECHO): the guarded ones, the queen alone with EH_ECHO_QUEEN, all with 2.
 static uint32_t probes(const expert_h *h) {
     return EH_ECHO == 2 || (EH_ECHO && (EH_ECHO_QUEEN ? h->world.is_queen : guarded(h)));
@@ -929,9 +936,8 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && threat[d] == 0;
         if (best < 4 && !safe[best] && !(safe[0] | safe[1] | safe[2] | safe[3])) safe[best] = 1;
     }
-    if (EH_FEED_DEATH && (!guarded(h) || (EH_FEED_CHAMPION && !h->world.is_queen)) && depth > 0 &&
-        loong_length(obs) >= EH_FEED_DEATH + (guarded(h) ? EH_FEED_CHAMPION - 1u : 0u) &&
-        (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u)) {
+    if (EH_FEED_DEATH && feeds(h) && depth > 0 &&
+        loong_length(obs) >= EH_FEED_DEATH + (guarded(h) ? EH_FEED_CHAMPION - 1u : 0u)) {
         // the feed death: a worker beside our queen (in its own sight this round) dies where it lies, its segments
         // 0, 2, 4, ... left as pearls for her (queen scoring: her length counts first), when no enemy head is seen
         uint32_t q = our_queen_cell(h, 0);
@@ -1008,8 +1014,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
                         round, r, steps))
             return code;
     }
-    if (EH_FEED_WALK && EH_FEED_DEATH && !guarded(h) && escape == n && loong_length(obs) >= EH_FEED_WALK_LENGTH &&
-        (EH_FEED_ESCORT || h->world.dragon_id != h->world.team + 4u)) {
+    if (EH_FEED_WALK && EH_FEED_DEATH && feeds(h) && escape == n && loong_length(obs) >= EH_FEED_WALK_LENGTH) {
         // the feed walk: a worker long enough walks toward our queen (seen or reported last round, at most
         // EH_FEED_WALK known-map steps away) to die beside her (the feed death above)
         if (walk_toward(h, our_queen_cell(h, 1), 1, EH_FEED_WALK, safe, CORE_OPT_FEED, round, r, steps))
