@@ -29,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.expert_h_match import metered_points  # noqa: E402
 from benchmarks.metered import Metered  # noqa: E402
 
 HARNESS = ROOT / "tests" / "bot" / "core" / "c" / "search_harness.c"
@@ -120,7 +121,7 @@ def judged(maps: list[str], rounds: int, network: str) -> None:
         w, h = (int(v) for v in spec.split("x"))
         m = generate_map(w, h, "rot", seed=3)
         r = play_judged_game(m, factory, foil_bot, 11, rounds)
-        pts = [t.points_used for t in r.turns if t.dragon_id % 2 == 0 and t.points_used]
+        pts = metered_points(r)
         every += pts
         searched: list = []
         nat = play_game(m, _recording(native, searched), foil_bot, 11, rounds)

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.expert_h_match import BANDS, game_map, outcome, pct, play  # noqa: E402
+from benchmarks.expert_h_match import BANDS, game_map, metered_points, outcome, pct, play  # noqa: E402
 from games.stats import wilson_interval  # noqa: E402
 
 MIN_GAMES, MIN_JUDGED = 200, 20
@@ -60,7 +60,7 @@ def _native_game(args) -> tuple[int, int, str, float, bool]:
 def _judged_game(judged, opponent_bot, g: int, rounds: int, seed: int):
     m = game_map(g, seed)
     side, r = play(g, m, judged, opponent_bot, rounds, seed, True)
-    pts = [t.points_used for t in r.turns if t.dragon_id % 2 == side and t.points_used]
+    pts = metered_points(r)
     return m.width, side, m.symmetry, outcome(side, r), r.winner == side, pts
 
 

@@ -45,6 +45,12 @@ def outcome(side: int, r) -> float:
     return 0.5 if r.winner is None else float(r.winner == side)
 
 
+def metered_points(r) -> list[int]:
+    """The points of every metered turn of ``r``: the judged bot's, the opponent (a Python bot) being unmetered.
+    Not by id parity: a child dragon takes the next free id, whatever its team."""
+    return [t.points_used for t in r.turns if t.points_used]
+
+
 def pct(xs: list[int], q: float) -> int:
     s = sorted(xs)
     return s[min(len(s) - 1, int(q * len(s)))] if s else 0
@@ -103,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         band = next(lo for lo, hi in BANDS if lo <= m.width <= hi)
         rows.setdefault((band, m.symmetry), []).append(s)
         if use_judge:
-            pts = [t.points_used for t in r.turns if t.dragon_id % 2 == side and t.points_used]
+            pts = metered_points(r)
             points_all += pts
             if m.width == 64:
                 points_64 += pts

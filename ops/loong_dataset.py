@@ -6,6 +6,7 @@ and candidates, byte for byte), with the candidate that matches the action taken
     result = build(cfg, out_dir, executor=PoolExecutor(2))     # one Parquet shard a work item
     table = load_dataset(out_dir)                               # checked: schema name, version, columns
     DatasetConfig(pairings=(("build:expert-1", "foil"),), builds=str(root))   # a registered build, in the judge
+    DatasetConfig(pairings=(("build:expert-0", "expert-h"),), labeller="expert-h")   # DAgger: expert-h labels all
 
 Schema (``SCHEMA``, docs/loong-dataset.md): one row a decision. A decision **matches** a candidate when the
 candidate is the action the dragon took: a move by its direction, a split by its k, a sprint by the end cell and
@@ -14,6 +15,14 @@ by its route when the dragon died on the way.
 ``chosen`` is the first matching record in the core's order (primitive actions first), -1 when none matches (a
 **candidate gap**: the action was illegal, a forfeit, or a sprint the core did not propose); ``generator_match``
 says whether a generator's candidate (harvest, escape: not a primitive) matches it too.
+
+**Labelled** datasets (``labeller``, DAgger: Ross et al., 2011): every dragon is played by its pairing's bot
+(``played_by``) but each decision's ``action`` is the labeller's choice in the same position: a shadow labeller bot
+per dragon sees the dragon's every observation and answers it; its action is the label (its ``after`` from a copy
+of the game), its frames are dropped (the core is told the frames the dragon really sent, as the played bot was).
+The row's ``bot`` is then the labeller, so imitation of the labeller reads its own games and the positions of the
+played bot alike. A shadow's memory is its own replies' (it believes it sent its own frames): the labels are the
+labeller's choices from its belief, not from the played bot's.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from games.loong.observation import encode, observe
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
 
 SCHEMA_NAME = b"loong_replay_dataset"
-SCHEMA_VERSION = b"2"  # 2: candidates listed on the whole belief (teammates' reports too), bot/core/inputs.h
+SCHEMA_VERSION = b"3"  # 2: candidates listed on the whole belief (teammates' reports too); 3: played_by (labels)
 BANDS = (20, 28, 36, 44, 52, 60)  # the first size of each band (20-27 .. 60-64), as the strength bars use
 SYMMETRIES = ("lr", "tb", "rot")
 PAIRINGS = (("foil", "foil"), ("expert-h", "foil"), ("foil", "random"))
@@ -44,8 +53,11 @@ BUILD = "build:"  # a pairing's bot 'build:<name|id>' (or 'build:<name>@<id pref
 
 SCHEMA = pa.schema([
     ("game", pa.int32()), ("dragon", pa.int16()), ("team", pa.int8()), ("round", pa.int16()),
-    ("bot", pa.string()), ("width", pa.int8()), ("height", pa.int8()), ("symmetry", pa.string()),
+    ("bot", pa.string()),  # the bot whose choice ``action`` is: the dragon's own, or the labeller
+    ("played_by", pa.string()),  # the bot that played the dragon (its pairing's)
+    ("width", pa.int8()), ("height", pa.int8()), ("symmetry", pa.string()),
     ("action", pa.string()),  # 'M<d>', 'X<k>' (split), 'S<d..>' (sprint), 'F' (forfeit)
+    ("played_action", pa.string()),  # the action played_by took (the same code); equal to action unless labelled
     ("after_head", pa.int16()), ("after_heading", pa.int8()),  # the engine's head cell and heading after it; -1 died
     ("crop", pa.binary(56 * 17 * 17)), ("overview", pa.binary(16 * 15 * 15)), ("scalars", pa.binary(32)),
     ("candidates", pa.binary()),  # n records of 48 bytes (bot/core/candidates.h)
@@ -69,6 +81,7 @@ class DatasetConfig:
     bands: tuple[int, ...] = BANDS
     pairings: tuple[tuple[str, str], ...] = PAIRINGS
     builds: str = ""  # the registered builds root of 'build:' bots; empty: ARENA_HOME/artifacts/loong/builds
+    labeller: str = ""  # a bot whose choices label every decision (DAgger; module docstring); empty: the played bot's
 
 
 def check_config(cfg: DatasetConfig) -> None:
@@ -85,6 +98,9 @@ def check_config(cfg: DatasetConfig) -> None:
             if bot not in known and not bot.startswith(BUILD):
                 raise DatasetError(f"pairings: unknown bot {bot!r} (known: {', '.join(sorted(known))}, "
                                    f"{BUILD}<name|id>)")
+    if cfg.labeller and cfg.labeller not in known and not cfg.labeller.startswith(BUILD):
+        raise DatasetError(f"labeller: unknown bot {cfg.labeller!r} (known: {', '.join(sorted(known))}, "
+                           f"{BUILD}<name|id>)")
     build_ids(cfg)
 
 
@@ -97,7 +113,7 @@ def builds_root(cfg: DatasetConfig) -> Path:
 def build_ids(cfg: DatasetConfig) -> dict[str, str]:
     """The build id of every 'build:' bot of the pairings, re-hashed against the store; a missing, ambiguous or
     altered build raises DatasetError naming it."""
-    bots = sorted({b for pair in cfg.pairings for b in pair if b.startswith(BUILD)})
+    bots = sorted({b for pair in (*cfg.pairings, (cfg.labeller,)) for b in pair if b.startswith(BUILD)})
     if not bots:
         return {}
     from bot.builds import BuildError, verify
@@ -109,7 +125,8 @@ def build_ids(cfg: DatasetConfig) -> dict[str, str]:
         try:
             ids[bot] = verify(root, _build_ref(root, bot)).id
         except (BuildError, OSError) as e:
-            raise DatasetError(f"pairings: build {bot!r}: {e}") from None
+            field = "labeller" if bot == cfg.labeller else "pairings"
+            raise DatasetError(f"{field}: build {bot!r}: {e}") from None
     return ids
 
 
@@ -124,7 +141,9 @@ def game_spec(cfg: DatasetConfig, g: int) -> tuple[int, str, str, str, int]:
 
 
 def _factory(name: str, builds: Path | None = None, build_id: str | None = None):
-    """The bot factory of ``name``; a 'build:' bot is ``build_id`` (resolved under ``builds`` when not given) in the
+    """The bot factory of ``name``; a 'build:' bot is ``build_id`` (resolved under ``builds`` when not given): a
+    build that carries its network (an expert-0 build) plays through its native twin (``bot.expert0.network_player``:
+    the same C turn, its decisions checked equal to the judged build's by the export's bot check), any other in the
     judge, loaded once a process from the build's compiled code (``cached`` by id: nothing compiled is shipped)."""
     if name == "expert-h":
         from bot.expert_h import expert_h_factory
@@ -135,6 +154,11 @@ def _factory(name: str, builds: Path | None = None, build_id: str | None = None)
 
         root = Path(builds) if builds else builds_root(DatasetConfig())
         bid = build_id or build_ids(DatasetConfig(pairings=((name, name),), builds=str(root)))[name]
+        from bot.expert0 import network_player
+
+        twin = cached(f"loong-dataset-twin:{bid}", lambda: network_player(root, bid) or False)
+        if twin:
+            return cached(f"loong-dataset-twin-factory:{bid}", twin.factory)
         return cached(f"loong-dataset-build:{bid}", lambda: factory(root, bid, name=name))
     return registry()[name]
 
@@ -144,37 +168,60 @@ class RecordedTurn(NamedTuple):
 
     round: int
     obs: bytes  # the observation's bytes
-    action: object  # games.loong.actions
-    after: tuple[int, int] | None  # the head cell and heading after the turn; None when the dragon died
-    sonar: tuple | None  # the frames it sent (north, east, south, west; None: not sent)
+    action: object  # games.loong.actions: the action taken, or the labeller's (play_recorded's ``labeller``)
+    after: tuple[int, int] | None  # the head cell and heading after ``action``; None when the dragon died of it
+    sonar: tuple | None  # the frames it sent (north, east, south, west; None: not sent): always the played bot's
+    played: object = None  # the action the played bot took, when ``action`` is the labeller's other choice
 
 
 def play_recorded(size: int, symmetry: str, a: str, b: str, seed: int, rounds: int, *, builds: Path | None = None,
-                  ids: Mapping[str, str] | None = None):
+                  ids: Mapping[str, str] | None = None, labeller: str = ""):
     """One game of the reference engine: every dragon's turns (``RecordedTurn``) in turn order, its team, and the
-    winner (0, 1, None). A 'build:' bot is played in the judge: ``ids`` (from ``build_ids``) pins its id, else it is
-    resolved under ``builds``."""
+    winner (0, 1, None). A 'build:' bot is played as ``_factory`` says: ``ids`` (from ``build_ids``) pins its id,
+    else it is resolved under ``builds``. With ``labeller``, a dragon played by another bot records the labeller's
+    action in its position (a shadow labeller seat fed the same observations; module docstring)."""
     m = generate_map(size, size, symmetry, seed=seed)
     ids = ids or {}
-    factories = (_factory(a, builds, ids.get(a)), _factory(b, builds, ids.get(b)))
-    for f in factories:
+    names = (a, b)
+    factories = tuple(_factory(n, builds, ids.get(n)) for n in names)
+    label = _factory(labeller, builds, ids.get(labeller)) if labeller else None
+    for f in (*factories, label):
         if hasattr(f, "reset"):  # a judged build's per-turn points: kept a game, not for the worker's life
             f.reset()
     game = Game(m, seed, rounds)
-    seats = {i: _Seat(factories[d.team], i, d.team, seed) for i, d in sorted(game.dragons.items())}
+    seats, shadows = {}, {}
+
+    def seat(i: int, team: int) -> None:
+        seats[i] = _Seat(factories[team], i, team, seed)
+        if label is not None and names[team] != labeller:
+            shadows[i] = _Seat(label, i, team, seed)
+
+    for i, d in sorted(game.dragons.items()):
+        seat(i, d.team)
     turns: dict[int, list] = {}
     while not game.over:
         game.begin_round()
         while (i := game.next_actor()) is not None:
             obs = observe(game, i)
             action, sonar = ask_bot(seats[i], obs, game)
+            labelled = None
+            if i in shadows:
+                labelled = ask_bot(shadows[i], obs, game)[0]
+                if labelled != action:  # where the labeller's action leads: on a copy of the game
+                    probe = game.clone()
+                    probe.turn(i, labelled, None)
+                    pd = probe.dragons[i]
+                    labelled_after = (pd.body[0], pd.heading) if pd.alive else None
             team = game.dragons[i].team
             born = game.turn(i, action, sonar).born
             d = game.dragons[i]
             after = (d.body[0], d.heading) if d.alive else None
-            turns.setdefault(i, []).append(RecordedTurn(game.round, encode(obs), action, after, sonar))
+            played = None
+            if labelled is not None and labelled != action:
+                action, after, played = labelled, labelled_after, action
+            turns.setdefault(i, []).append(RecordedTurn(game.round, encode(obs), action, after, sonar, played))
             if born is not None:
-                seats[born] = _Seat(factories[team], born, team, seed)
+                seat(born, team)
         game.end_round()
     teams = {i: d.team for i, d in game.dragons.items()}
     return turns, teams, game.result.winner
@@ -234,20 +281,24 @@ def encode_shard(cfg: DatasetConfig, first: int, count: int, ids: Mapping[str, s
     cols: dict[str, list] = {f.name: [] for f in SCHEMA}
     for g in range(first, first + count):
         size, symmetry, a, b, game_seed = game_spec(cfg, g)
-        turns, teams, winner = play_recorded(size, symmetry, a, b, game_seed, cfg.rounds, builds=root, ids=ids)
+        turns, teams, winner = play_recorded(size, symmetry, a, b, game_seed, cfg.rounds, builds=root, ids=ids,
+                                             labeller=cfg.labeller)
         for dragon in sorted(turns):
             team = teams[dragon]
             outcome = 0 if winner is None else (1 if winner == team else -1)
             inputs = NativeInputs(lib, words)
-            for rnd, obs, action, after, sonar in turns[dragon]:
+            for rnd, obs, action, after, sonar, played in turns[dragon]:
                 t = inputs.turn(obs)
                 if t is None:
                     continue  # an observation the core refuses (none from the engine: counted by the tests)
                 inputs.sent(sonar)  # its own frames: their echoes are its own, as in the bot
                 chosen, by_generator = match(parse_records(t.records), action, after)
                 for k, v in (("game", g), ("dragon", dragon), ("team", team), ("round", rnd),
-                             ("bot", (a, b)[team]), ("width", size), ("height", size), ("symmetry", symmetry),
-                             ("action", action_code(action)), ("after_head", after[0] if after else -1),
+                             ("bot", cfg.labeller or (a, b)[team]), ("played_by", (a, b)[team]),
+                             ("width", size), ("height", size), ("symmetry", symmetry),
+                             ("action", action_code(action)),
+                             ("played_action", action_code(action if played is None else played)),
+                             ("after_head", after[0] if after else -1),
                              ("after_heading", after[1] if after else -1), ("crop", t.crop),
                              ("overview", t.overview), ("scalars", t.scalars), ("candidates", t.records),
                              ("features", t.features), ("taps", t.taps), ("candidate_count", t.count),

@@ -54,6 +54,7 @@ class KickstartConfig:
     seed: int = 0  # initial weights, split and shuffle
     threads: int = 1  # torch CPU threads (2 on this loaded 2-core machine ran 30x slower: spinning threads)
     accelerator: str = "cpu"  # Lightning accelerator: cpu, gpu or auto
+    init: str = ""  # a kickstart.pt of the same shape to start from (fine-tuning: DAgger rounds); empty: seed's weights
 
 
 class KickstartError(ValueError):
@@ -105,6 +106,20 @@ def check_config(cfg: KickstartConfig) -> None:
     check_training(cfg, KickstartError)
     if cfg.accelerator not in ("cpu", "gpu", "auto"):
         raise KickstartError(f"accelerator: {cfg.accelerator!r}, want cpu, gpu or auto")
+    if cfg.init:
+        _initial_network(cfg)
+
+
+def _initial_network(cfg: KickstartConfig) -> LoongExpertNet:
+    """The network ``cfg.init`` names, checked: readable, a kickstart of ``cfg.shape``; else KickstartError naming
+    ``init``."""
+    try:
+        net, doc = load_network(cfg.init)
+    except KickstartError as e:
+        raise KickstartError(f"init: {e}") from None
+    if doc["shape"] != cfg.shape:
+        raise KickstartError(f"init: {cfg.init} is a {doc['shape']!r} network, the config's shape is {cfg.shape!r}")
+    return net
 
 
 def with_overrides(cfg: KickstartConfig, **overrides) -> KickstartConfig:
@@ -246,6 +261,10 @@ def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, 
     params = count_params(module.net)
     last = out_dir / CHECKPOINT
     resume = _resume_epoch(last)
+    if config.init and resume is None:  # a resumed run's checkpoint already holds the fine-tuned weights
+        module.net.load_state_dict(_initial_network(config).state_dict())
+        if progress:
+            progress(f"starting from {config.init}")
     if resume is not None and progress:
         progress(f"resuming {last} after epoch {resume - 1}")
     tracker.log_params({**asdict(config), "params": params, "dataset": str(dataset_path), "decisions": len(data),

@@ -633,8 +633,10 @@ def training_rows(positions: Sequence[Position], library: str | Path, *, secret:
             continue
         m = replayed.replay.map
         for key, v in (("game", POSITION_GAME_BASE - k), ("dragon", pos.dragon), ("team", replayed.team),
-                       ("round", pos.round), ("bot", POSITION_BOT), ("width", m.width), ("height", m.height),
+                       ("round", pos.round), ("bot", POSITION_BOT),
+                       ("played_by", POSITION_BOT), ("width", m.width), ("height", m.height),
                        ("symmetry", m.symmetry), ("action", action_code(pos.move)),
+                       ("played_action", action_code(pos.move)),
                        ("after_head", after[0] if after else -1), ("after_heading", after[1] if after else -1),
                        ("crop", t.crop), ("overview", t.overview), ("scalars", t.scalars),
                        ("candidates", t.records), ("features", t.features), ("taps", t.taps),

@@ -44,7 +44,7 @@ from ops.loong_dataset import action_code, read_shards
 from ops.loong_teacher import SYMS, decision_seeds, search
 
 SCHEMA_NAME = b"loong_teacher_targets"
-SCHEMA_VERSION = b"2"
+SCHEMA_VERSION = b"3"  # 3: the dataset's played_by column
 STUDENT = "expert-0-native"  # bot.expert0.NATIVE_NAME: the rows' ``bot``
 SELF = "self"  # the student against itself: both teams recorded
 NETWORK = "network"  # the student's network on the other side too, as a plain bot: one team recorded (the check)
@@ -448,8 +448,10 @@ def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Seque
                 else float("nan"))
         t = d.inputs
         out.append({"game": spec.game, "dragon": d.dragon, "team": None, "round": d.round, "bot": STUDENT,
+                    "played_by": STUDENT,
                     "width": spec.size, "height": spec.size, "symmetry": spec.symmetry,
-                    "action": action_code(d.action), "after_head": -1, "after_heading": -1, "crop": t.crop,
+                    "action": action_code(d.action),
+                    "played_action": action_code(d.action), "after_head": -1, "after_heading": -1, "crop": t.crop,
                     "overview": t.overview, "scalars": t.scalars, "candidates": t.records, "features": t.features,
                     "taps": t.taps, "candidate_count": t.count,
                     "chosen": int(np.flatnonzero(mine)[0]) if d.played >= 0 else -1,

@@ -49,8 +49,9 @@ def synthetic_columns(games: int = 4, rows: int = 10, seed: int = 0, max_k: int 
             raw[:, 1] = rng.integers(0, 3, k)
             scalars = rng.integers(0, 128, 32, dtype=np.uint8)
             for name, v in (("game", g), ("dragon", r % 3), ("team", g % 2), ("round", r),
-                            ("bot", ("foil", "expert-h")[g % 2]),
-                            ("width", 20), ("height", 20), ("symmetry", "lr"), ("action", "M0"), ("after_head", 0),
+                            ("bot", ("foil", "expert-h")[g % 2]), ("played_by", ("foil", "expert-h")[g % 2]),
+                            ("width", 20), ("height", 20), ("symmetry", "lr"), ("action", "M0"),
+                            ("played_action", "M0"), ("after_head", 0),
                             ("after_heading", 0), ("crop", rng.integers(0, 128, 16184, dtype=np.uint8).tobytes()),
                             ("overview", rng.integers(0, 128, 3600, dtype=np.uint8).tobytes()),
                             ("scalars", scalars.tobytes()), ("candidates", raw.tobytes()),
@@ -263,3 +264,29 @@ def test_bad_files_are_one_line_naming_the_file(tmp_path):
         run(KickstartConfig(threads=1), good, tmp_path / "out")
     assert str(e.value) == (f"{tmp_path / 'out' / CHECKPOINT}: cannot read the checkpoint (corrupted or "
                             "truncated); remove it to start afresh")
+
+
+def test_a_run_can_start_from_a_kickstarted_network_and_a_bad_one_is_named(tmp_path):
+    """Fine-tuning (DAgger rounds): init's weights are the starting point, not the seed's; a missing file, a file
+    that is not a kickstart or one of another shape is one line naming init."""
+    ds = write_dataset(synthetic_columns(games=4, rows=6), tmp_path / "ds")
+    first = run(KickstartConfig(epochs=1, quantised_epochs=0, batch_size=8, threads=1), ds, tmp_path / "first")
+    # an epoch at a learning rate too small to move any weight visibly: the result is the init's weights
+    zero = KickstartConfig(epochs=1, quantised_epochs=0, batch_size=8, threads=1, learning_rate=1e-12,
+                           init=str(first.network))
+    lines = []
+    again = run(zero, ds, tmp_path / "again", progress=lines.append)
+    assert lines[0] == f"starting from {first.network}"
+    a, _ = load_network(first.network)
+    b, _ = load_network(again.network)
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-6), name
+    fresh, _ = load_network(run(with_overrides(zero, init=""), ds, tmp_path / "fresh").network)
+    assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), fresh.state_dict().values()))
+    with pytest.raises(KickstartError, match=r"^init: .*none\.pt"):
+        check_config(with_overrides(zero, init=str(tmp_path / "none.pt")))
+    (tmp_path / "junk.pt").write_bytes(b"junk")
+    with pytest.raises(KickstartError, match=r"^init: .*junk\.pt"):
+        check_config(with_overrides(zero, init=str(tmp_path / "junk.pt")))
+    with pytest.raises(KickstartError, match=r"^init: .* is a 'v1t2c16' network, the config's shape is 'v1t4c32'$"):
+        check_config(with_overrides(zero, shape="v1t4c32"))

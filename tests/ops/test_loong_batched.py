@@ -174,3 +174,18 @@ def test_network_builds_evaluate_natively_on_the_cpu_unless_asked():
     with pytest.raises(lg.LeagueConfigError, match="device: want cpu or cuda"):
         lg.check_config(lg.LoongLeagueConfig(batched=True, device="tpu"))
     assert lg.league_device("cpu") == "cpu" and lg.league_device("auto") in ("cpu", "cuda")
+
+
+def test_the_dataset_plays_a_network_build_through_its_native_twin(expert0_root, tmp_path):
+    """A 'build:' bot that carries its network is played by its native twin (the same C turn as the judged wasm,
+    which the test above checks move for move), here labelled by the foil (DAgger)."""
+    from bot.builds import verify
+    from ops.execution import _CACHE
+    from ops.loong_dataset import DatasetConfig, build, load_dataset
+
+    cfg = DatasetConfig(games=1, rounds=15, bands=(20,), seed=2, pairings=(("build:expert-0", "foil"),),
+                        builds=str(expert0_root), labeller="foil")
+    t = load_dataset(build(cfg, tmp_path / "ds").out, columns=["bot", "played_by", "chosen"])
+    bid = verify(expert0_root, "expert-0").id
+    assert f"loong-dataset-twin-factory:{bid}" in _CACHE and f"loong-dataset-build:{bid}" not in _CACHE
+    assert set(t["played_by"].to_pylist()) == {"build:expert-0", "foil"} and set(t["bot"].to_pylist()) == {"foil"}

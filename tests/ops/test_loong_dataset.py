@@ -91,7 +91,7 @@ def test_bad_files_are_refused_naming_the_file_and_the_field(built, tmp_path):
         load_dataset(missing)
     old = tmp_path / "old.parquet"
     pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"0"}), old)
-    with pytest.raises(DatasetError, match=r"old\.parquet: schema version '0', expected '2'"):
+    with pytest.raises(DatasetError, match=r"old\.parquet: schema version '0', expected '3'"):
         load_dataset(old)
     truncated = tmp_path / "cut.parquet"
     data = here.shards[0].read_bytes()
@@ -112,6 +112,7 @@ def test_bad_files_are_refused_naming_the_file_and_the_field(built, tmp_path):
     (DatasetConfig(games=0), "games: must be at least 1, got 0"),
     (DatasetConfig(bands=(8,)), "bands: map size 8 outside 10..64"),
     (DatasetConfig(pairings=(("foil", "wizard"),)), "pairings: unknown bot 'wizard'"),
+    (DatasetConfig(labeller="oracle"), "labeller: unknown bot 'oracle'"),
 ])
 def test_a_bad_config_is_one_line_naming_the_field(cfg, line):
     with pytest.raises(DatasetError, match=line):
@@ -140,7 +141,7 @@ def test_a_registered_builds_games_are_recorded_under_its_player_name(with_a_bui
     assert _CACHE[f"loong-dataset-build:{bid}"].teams  # the judge's factory played the build's dragons
     # random-c plays move for move like the Python random bot: the same games, the same rows but the bot's name
     python = load_dataset(build(replace(cfg, pairings=(("random", "foil"),), builds=""), tmp_path / "python").out)
-    assert python.drop(["bot"]).equals(t.drop(["bot"]))
+    assert python.drop(["bot", "played_by"]).equals(t.drop(["bot", "played_by"]))
     assert set(python["bot"].to_pylist()) == {"random", "foil"}
 
 
@@ -162,3 +163,45 @@ def test_an_unknown_or_altered_build_is_refused_before_any_game(random_and_foil_
     with pytest.raises(DatasetError, match=r"pairings: build 'build:random-c': build \w+: module\.wasm does not "
                                            r"match its id"):
         check_config(replace(BUILT, builds=str(altered)))
+
+
+LABELLED = DatasetConfig(games=2, rounds=25, shard_games=1, bands=(20,), seed=6, pairings=(("random", "foil"),))
+
+
+def test_a_labelled_dataset_records_the_labellers_choice_in_the_played_bots_positions(tmp_path):
+    """DAgger: random plays, the foil labels. The inputs are the unlabelled dataset's (the same games), the foil's
+    own rows are unchanged, and each random dragon's label is what a foil fed that dragon's observations in order
+    answers (checked here by feeding them again to a fresh foil)."""
+    from games.loong.bots import _Seat, ask_bot
+    from games.loong.foil import registry
+    from games.loong.observation import decode
+    from ops.loong_dataset import action_code, play_recorded
+
+    plain = load_dataset(build(LABELLED, tmp_path / "plain").out)
+    got = build(replace(LABELLED, labeller="foil"), tmp_path / "labelled")
+    labelled = load_dataset(got.out)
+    assert set(got.by_bot) == {"foil"} and set(labelled["bot"].to_pylist()) == {"foil"}
+    assert labelled["played_by"].to_pylist() == plain["bot"].to_pylist() == plain["played_by"].to_pylist()
+    inputs = ["game", "dragon", "round", "crop", "overview", "scalars", "candidates", "outcome"]
+    assert labelled["played_action"].to_pylist() == plain["action"].to_pylist() == plain["played_action"].to_pylist()
+    assert labelled.select(inputs).equals(plain.select(inputs))
+    played = np.array(plain["bot"].to_pylist())
+    foil_rows, random_rows = played == "foil", played == "random"
+    for c in ("action", "chosen", "after_head"):
+        assert np.array_equal(labelled[c].to_numpy(zero_copy_only=False)[foil_rows],
+                              plain[c].to_numpy(zero_copy_only=False)[foil_rows])
+    changed = labelled["action"].to_numpy(zero_copy_only=False) != plain["action"].to_numpy(zero_copy_only=False)
+    assert changed[random_rows].mean() > 0.3 and not changed[foil_rows].any()
+    assert (labelled["chosen"].to_numpy()[random_rows] >= 0).mean() > 0.97  # the foil's labels are candidates
+    size, symmetry, a, b, seed = game_spec(LABELLED, 0)
+    turns, teams, _ = play_recorded(size, symmetry, a, b, seed, LABELLED.rounds)
+    want = {}
+    for dragon, mine in turns.items():
+        if (a, b)[teams[dragon]] != "random":
+            continue
+        shadow = _Seat(registry()["foil"], dragon, teams[dragon], seed)
+        for t in mine:
+            want[(dragon, t.round)] = action_code(ask_bot(shadow, decode(t.obs))[0])
+    rows = zip(*(labelled[c].to_pylist() for c in ("game", "dragon", "round", "action", "played_by")))
+    have = {(d, r): act for g, d, r, act, by in rows if g == 0 and by == "random"}
+    assert have == want and len(want) > 20

@@ -201,7 +201,7 @@ def test_the_targets_schema_is_checked_naming_the_file_and_column(world, tmp_pat
     cases = [
         (write("missing", table.drop(["teacher_policy"])), "column 'teacher_policy' missing"),
         (write("old", table.replace_schema_metadata({b"schema": b"loong_teacher_targets", b"version": b"0"})),
-         "schema version '0', expected '2'"),
+         "schema version '0', expected '3'"),
         (sorted(world["dataset"].glob("part-*.parquet"))[0], "schema 'loong_replay_dataset', expected "
                                                               "'loong_teacher_targets'"),
         (write("retyped", table.set_column(table.schema.get_field_index("teacher_value"), "teacher_value",

@@ -279,10 +279,10 @@ def test_the_schema_check_refuses_bad_files(played, tmp_path):
         load_targets(bad)
     old = tmp_path / "old.parquet"
     pq.write_table(table.replace_schema_metadata({b"schema": b"loong_teacher_targets", b"version": b"0"}), old)
-    with pytest.raises(TargetsError, match=r"old.parquet: schema version '0', expected '2'"):
+    with pytest.raises(TargetsError, match=r"old.parquet: schema version '0', expected '3'"):
         load_targets(old)
     other = tmp_path / "other.parquet"
-    pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"2"}), other)
+    pq.write_table(table.replace_schema_metadata({b"schema": b"loong_replay_dataset", b"version": b"3"}), other)
     with pytest.raises(TargetsError, match="schema 'loong_replay_dataset', expected 'loong_teacher_targets'"):
         load_targets(other)
     retyped = tmp_path / "retyped.parquet"
