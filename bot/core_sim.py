@@ -190,10 +190,8 @@ class CoreSim:
                 raise ValueError(f"dragon {i}: the core refused it (more than 64 living on team {d.team}, or a "
                                  "cell taken)")
         s.next_id, s.round, s.max_rounds = game.next_id, game.round, game.max_rounds
-        for c, p in enumerate(game.pearls):
-            s.pearl[c] = p
-        for k, cd in enumerate(game.countdown):
-            s.countdown[k] = cd
+        ctypes.memmove(s.pearl, bytes(game.pearls), len(game.pearls))
+        ctypes.memmove(s.countdown, bytes(game.countdown), len(game.countdown))
         r = game.result
         if r is not None:
             s.result = DRAW if r.winner is None else WON0 + r.winner

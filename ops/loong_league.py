@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.core_teacher import TeacherError, parse_player
 from games.league import LeagueResult, round_robin
 from games.loong.bots import BotFactory
 from games.loong.foil import registry
@@ -94,9 +95,21 @@ def resolve_players(config: LoongLeagueConfig) -> dict[str, BotFactory]:
             factories[name] = factory(root, _build_ref(root, name), name=name)
         elif name in python_bots:
             factories[name] = python_bots[name]
+        elif (teacher := _teacher(name)) is not None:
+            factories[name] = teacher
         else:
-            raise UnknownBot(f"unknown player {name!r} (known: {', '.join(sorted(python_bots))}, build:<name|id>)")
+            raise UnknownBot(f"unknown player {name!r} (known: {', '.join(sorted(python_bots))}, build:<name|id>, "
+                             "teacher[:UNITS[:MODEL]])")
     return factories
+
+
+def _teacher(name: str):
+    """The native privileged teacher of a 'teacher[:UNITS[:MODEL]]' player (bot.core_teacher), None for any other
+    name; a bad budget or model is an UnknownBot naming it."""
+    try:
+        return parse_player(name)
+    except TeacherError as e:
+        raise UnknownBot(str(e)) from None
 
 
 def _build_ref(root: Path, player: str) -> str:

@@ -369,23 +369,7 @@ static uint32_t rollout_move(const core_search *s, uint32_t h, uint64_t key, uin
 
 // The leaf's value for our team, Q16: the result when the game is over, else the standing: the weighted mean of
 // our shares x_T / (x_T + x_O) of queen length, longest living and total living length (0.5 where both are 0).
-static uint32_t leaf_value(const core_search *s) {
-    const core_sim *w = &s->work;
-    if (w->result == CORE_SIM_DRAW) return CORE_SEARCH_Q16 / 2;
-    if (w->result == CORE_SIM_WON0) return s->team == 0 ? CORE_SEARCH_Q16 : 0;
-    if (w->result == CORE_SIM_WON1) return s->team == 1 ? CORE_SEARCH_Q16 : 0;
-    uint32_t a[3], b[3];
-    core_sim_scores(w, s->team, a);
-    core_sim_scores(w, s->team ^ 1, b);
-    const uint32_t *weight = s->weight;
-    uint64_t sum = 0, wsum = 0;
-    for (uint32_t i = 0; i < 3; i++) {
-        uint64_t t = (uint64_t)a[i] + b[i];
-        uint64_t share = t ? ((uint64_t)a[i] << 16) / t : CORE_SEARCH_Q16 / 2;
-        sum += weight[i] * share, wsum += weight[i];
-    }
-    return (uint32_t)(sum / wsum);
-}
+static uint32_t leaf_value(const core_search *s) { return core_sim_standing(&s->work, s->team, s->weight); }
 
 // PUCT over the available moves of node `at` (uniform priors; an unvisited child's Q is the node's mean).
 static uint32_t puct(const core_search *s, uint32_t at, uint32_t avail) {

@@ -245,6 +245,24 @@ void core_sim_scores(const core_sim *s, uint32_t team, uint32_t out[3]) {
     out[0] = queen, out[1] = longest, out[2] = total;
 }
 
+// The search's leaf value (search.h, teacher.h): the result, else the standing's weighted shares.
+uint32_t core_sim_standing(const core_sim *s, uint32_t team, const uint32_t weight[3]) {
+    enum { Q16 = 65536 };
+    if (s->result == CORE_SIM_DRAW) return Q16 / 2;
+    if (s->result == CORE_SIM_WON0) return team == 0 ? Q16 : 0;
+    if (s->result == CORE_SIM_WON1) return team == 1 ? Q16 : 0;
+    uint32_t a[3], b[3];
+    core_sim_scores(s, team, a);
+    core_sim_scores(s, team ^ 1, b);
+    uint64_t sum = 0, wsum = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        uint64_t t = (uint64_t)a[i] + b[i];
+        uint64_t share = t ? ((uint64_t)a[i] << 16) / t : Q16 / 2;
+        sum += weight[i] * share, wsum += weight[i];
+    }
+    return (uint32_t)(sum / wsum);
+}
+
 // Game._finish_by_comparison.
 void core_sim_end_round(core_sim *s) {
     s->in_round = 0;

@@ -144,6 +144,10 @@ uint32_t core_sim_ray(const core_sim *s, const core_sim_map *m, uint32_t sender,
                       uint32_t *arrival);
 // Team t's scores in the rules' order: queen length (0 if dead), longest living, total living length.
 void core_sim_scores(const core_sim *s, uint32_t team, uint32_t out[3]);
+// Team t's standing, Q16: the result when the game is over (won 1, drawn 1/2, lost 0), else the weighted mean of
+// t's shares x_t / (x_t + x_o) of queen length, longest living and total living length (1/2 where both are 0):
+// the three quantities the round-limit comparison reads, zero-sum like a win chance. weight[3] not all 0.
+uint32_t core_sim_standing(const core_sim *s, uint32_t team, const uint32_t weight[3]);
 // The canonical serialisation without inboxes and echoes (docs/expert-core-sim.md), for tests: bytes written,
 // or 0 when cap is too small.
 uint32_t core_sim_dump(const core_sim *s, const core_sim_map *m, uint8_t *out, uint32_t cap);

@@ -152,12 +152,14 @@ class _Seat:
 
 
 def ask_bot(seat: _Seat, obs: Observation, game: Game | None = None) -> tuple[Action, Sonar | None]:
-    """The bot's turn, with any failure turned into a Forfeit naming the reason (``game`` is not read: the
-    observation holds the dragon's length and its team's living count)."""
+    """The bot's turn, with any failure turned into a Forfeit naming the reason. A privileged bot (one with
+    ``act_privileged(obs, game)``: the teacher, which searches the true state) is given ``game``; every other bot
+    sees only its observation (which holds the dragon's length and its team's living count)."""
     if seat.error is not None:
         return Forfeit(seat.error), None
     try:
-        reply = seat.bot.act(obs)
+        privileged = getattr(seat.bot, "act_privileged", None) if game is not None else None
+        reply = privileged(obs, game) if privileged is not None else seat.bot.act(obs)
     except Exception as e:  # noqa: BLE001
         return Forfeit(f"bot raised {type(e).__name__}: {e}"), None
     return checked_reply(reply, obs)
