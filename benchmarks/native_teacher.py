@@ -15,7 +15,7 @@ foil (score rate at least FOIL_BAR) and against expert-h (at least EXPERT_H_BAR)
 
 Throughput: recorded positions (foil against foil on the tuning maps, every dragon's turn), each searched by every
 opponent model at the budget: decisions a second and dragon-turns a second in one process, and decisions a second
-on a pool of 2.
+on a pool of 2; then today's torch teacher (the small profile's settings) in the same run.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.core_teacher import DEFAULT_UNITS, MODELS, WEIGHTS, TeacherFactory  # noqa: E402
+from bot.core_teacher import DEFAULT_LEAF, DEFAULT_UNITS, LEAVES, MODELS, WEIGHTS, TeacherFactory  # noqa: E402
 from games.loong.bots import play_game  # noqa: E402
 from games.stats import wilson_interval  # noqa: E402
 from ops.loong_contender import BANDS, band_map  # noqa: E402
@@ -52,25 +52,29 @@ def opponent_factory(name: str):
     return registry()[name]
 
 
-def _game(args) -> tuple[int, int, int, float, int, float, int]:
-    """Game g: (g, side, map side, the teacher's score, decisions, CPU seconds of its decisions, rounds)."""
-    g, seed, opponent, units, model, weights, rollout_rounds, rounds = args
+def _game(args) -> tuple:
+    """Game g: (g, side, map side, the teacher's score, decisions, CPU seconds of its decisions, rounds, how it
+    ended: 'elimination', 'queen dead' (the comparison with the teacher's queen dead), 'queen shorter', 'other')."""
+    g, seed, opponent, units, model, weights, rollout_rounds, rounds, leaf = args
     m = band_map(g, seed)
-    teacher = TeacherFactory(units, model, weights=weights, rollout_rounds=rollout_rounds)
+    teacher = TeacherFactory(units, model, weights=weights, rollout_rounds=rollout_rounds, leaf=leaf)
     other = opponent_factory(opponent)
     side, match_seed = g % 2, seed * 100003 + g // 2
     r = play_game(m, teacher, other, match_seed, rounds, record=False) if side == 0 else \
         play_game(m, other, teacher, match_seed, rounds, record=False)
     score = 0.5 if r.winner is None else float(r.winner == side)
-    return g, side, m.width, score, teacher.decisions, teacher.cpu_seconds, r.result.round
+    mine, theirs = r.result.scores[side], r.result.scores[1 - side]
+    how = ("elimination" if r.result.reason == "elimination" else "queen dead" if mine[0] == 0 or theirs[0] == 0
+           else "queen length" if mine[0] != theirs[0] else "longest or total")
+    return g, side, m.width, score, teacher.decisions, teacher.cpu_seconds, r.result.round, how
 
 
 def strength(opponent: str, games: int, seed: int, units: int, model: str, weights: tuple[int, int, int],
-             rollout_rounds: int, rounds: int, workers: int, quiet: bool = False) -> dict:
+             rollout_rounds: int, rounds: int, workers: int, leaf: str = "standing", quiet: bool = False) -> dict:
     """The teacher against ``opponent`` over ``games`` games: tallies, Wilson interval, microseconds a decision."""
     from tqdm import tqdm
 
-    jobs = [(g, seed, opponent, units, model, weights, rollout_rounds, rounds) for g in range(games)]
+    jobs = [(g, seed, opponent, units, model, weights, rollout_rounds, rounds, leaf) for g in range(games)]
     out = []
     with get_context("fork").Pool(workers) as pool:
         for r in tqdm(pool.imap_unordered(_game, jobs), total=games, disable=quiet, desc=f"teacher v {opponent}"):
@@ -81,14 +85,16 @@ def strength(opponent: str, games: int, seed: int, units: int, model: str, weigh
     rate = (wins + 0.5 * draws) / games
     lo, hi = wilson_interval(wins + 0.5 * draws, games)
     decisions, cpu = sum(r[4] for r in out), sum(r[5] for r in out)
-    by_band = {}
+    by_band, endings = {}, {}
     for r in out:
+        key = f"{'won' if r[3] == 1 else 'drawn' if r[3] == 0.5 else 'lost'} by {r[7]}"
+        endings[key] = endings.get(key, 0) + 1
         band = next(b for b in BANDS if b[0] <= r[2] <= b[1])
         by_band.setdefault(band, []).append(r[3])
     return {"opponent": opponent, "games": games, "wins": wins, "draws": draws, "losses": games - wins - draws,
             "score_rate": rate, "wilson": (lo, hi), "us_per_decision": 1e6 * cpu / max(1, decisions),
             "decisions": decisions, "by_band": {f"{b[0]}-{b[1]}": statistics.fmean(v) for b, v in by_band.items()},
-            "mean_rounds": statistics.fmean(r[6] for r in out)}
+            "mean_rounds": statistics.fmean(r[6] for r in out), "endings": dict(sorted(endings.items()))}
 
 
 def show(label: str, s: dict) -> None:
@@ -96,7 +102,8 @@ def show(label: str, s: dict) -> None:
     print(f"{label}: {s['wins']}-{s['draws']}-{s['losses']} of {s['games']}, score rate {s['score_rate']:.3f} "
           f"(Wilson {lo:.3f}-{hi:.3f}), {s['us_per_decision']:.0f} us a decision over {s['decisions']} decisions, "
           f"mean rounds {s['mean_rounds']:.0f}; by band " +
-          ", ".join(f"{k} {v:.2f}" for k, v in s["by_band"].items()), flush=True)
+          ", ".join(f"{k} {v:.2f}" for k, v in s["by_band"].items()) + "; " +
+          ", ".join(f"{k} {v}" for k, v in s["endings"].items()), flush=True)
 
 
 def recorded_positions(n: int, seed: int = TUNING_SEED):
@@ -161,6 +168,22 @@ def throughput(n: int, units: int) -> None:
               "decisions/s (wall, pool start included)", flush=True)
 
 
+def torch_throughput(lanes: int = 64) -> None:
+    """Today's torch teacher (ops/loong_teacher.py, the small profile's simulations and rollout rounds) in the same
+    run: one teacher_turn over ``lanes`` mid-game lanes of 32 x 32 maps (benchmarks/loong_teacher.py's
+    throughput: 60 turns of random play, not the foil's positions), one thread."""
+    import torch
+
+    from benchmarks.loong_teacher import throughput as torch_teacher
+    from ops.loong_teacher import teacher_config
+
+    torch.set_num_threads(1)
+    cfg = teacher_config("small")
+    r = torch_teacher(32, [lanes], cfg.simulations, cfg.rollout_rounds, 0)[0]
+    print(f"torch teacher ({cfg.simulations} simulations, {cfg.rollout_rounds} rollout rounds, {r['lanes']} lanes in "
+          f"one call, one thread): {r['decisions_per_s']:.1f} decisions/s", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--opponent", default="foil")
@@ -169,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--units", type=int, default=DEFAULT_UNITS)
     ap.add_argument("--model", choices=tuple(MODELS), default="greedy")
     ap.add_argument("--weights", default=",".join(map(str, WEIGHTS)))
+    ap.add_argument("--leaf", choices=tuple(LEAVES), default=DEFAULT_LEAF)
     ap.add_argument("--rollout-rounds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=BAR_ROUNDS)
     ap.add_argument("--workers", type=int, default=2)
@@ -179,20 +203,21 @@ def main(argv: list[str] | None = None) -> int:
     weights = tuple(int(v) for v in a.weights.split(","))
     if a.throughput:
         throughput(a.positions, a.units)
+        torch_throughput()
         return 0
     if a.bar:
         ok = True
         for opponent, bar in (("foil", FOIL_BAR), ("expert-h", EXPERT_H_BAR)):
             s = strength(opponent, BAR_GAMES, BAR_SEED, a.units, a.model, weights, a.rollout_rounds, BAR_ROUNDS,
-                         a.workers)
+                         a.workers, a.leaf)
             show(f"bar: teacher v {opponent} (pass: score rate >= {bar})", s)
             ok &= s["score_rate"] >= bar
         print("bars: " + ("met" if ok else "NOT met"))
         return 0 if ok else 1
     s = strength(a.opponent, a.games, TUNING_SEED if a.seeds == "tuning" else BAR_SEED, a.units, a.model, weights,
-                 a.rollout_rounds, a.rounds, a.workers)
-    show(f"teacher:{a.units}:{a.model} w={a.weights} r={a.rollout_rounds} v {a.opponent} ({a.seeds} seeds, "
-         f"{a.rounds} rounds)", s)
+                 a.rollout_rounds, a.rounds, a.workers, a.leaf)
+    show(f"teacher:{a.units}:{a.model} w={a.weights} r={a.rollout_rounds} leaf={a.leaf} v {a.opponent} "
+         f"({a.seeds} seeds, {a.rounds} rounds)", s)
     return 0
 
 

@@ -28,11 +28,13 @@ TEACHER_SOURCES = (CORE_DIR / "sim.c", CORE_DIR / "teacher.c")
 MODELS = {"uniform": 0, "greedy": 1}  # teacher.h CORE_TEACHER_UNIFORM, CORE_TEACHER_GREEDY
 DEFAULT_UNITS = 40_000  # teacher.h CORE_TEACHER_UNITS (the small profile's budget; a placeholder)
 DEFAULT_MODEL = "greedy"
+LEAVES = {"standing": 0, "smoothed": 1}  # teacher.h CORE_TEACHER_LEAF_*
+DEFAULT_LEAF = "smoothed"
 ROLLOUT_ROUNDS = 10  # teacher.h CORE_TEACHER_ROLLOUT_ROUNDS
 ROLLOUT_MAX = 64
 WEIGHTS = (1, 1, 1)  # the standing's (queen, longest, total): teacher.h CORE_TEACHER_W_QUEEN, 1, 1
 C_VISIT, C_SCALE = 50, 1.0  # teacher.h CORE_TEACHER_C_VISIT, CORE_TEACHER_C_SCALE_Q16 / 65536
-ACTIONS = 96  # CORE_TEACHER_ACTIONS
+ACTIONS = 32  # CORE_TEACHER_ACTIONS
 SPRINT_STEPS = 16  # CORE_TEACHER_SPRINT_STEPS
 LOSS, CONSIDERED = 1, 2
 MOVE, SPRINT, SPLIT = 0, 1, 2
@@ -64,7 +66,7 @@ class TeacherHead(ctypes.Structure):
 
     _fields_ = [("units_limit", ctypes.c_uint32), ("model", ctypes.c_uint32), ("rollout_rounds", ctypes.c_uint32),
                 ("gumbel", ctypes.c_uint32), ("seed", ctypes.c_uint64), ("weight", ctypes.c_uint32 * 3),
-                ("zero_w", ctypes.c_uint32), ("actor", ctypes.c_uint32),
+                ("leaf", ctypes.c_uint32), ("actor", ctypes.c_uint32),
                 ("actor_id", ctypes.c_uint32), ("team", ctypes.c_uint32), ("n_actions", ctypes.c_uint32),
                 ("chosen", ctypes.c_uint32), ("act", TeacherAction * ACTIONS), ("units", ctypes.c_uint32),
                 ("simulations", ctypes.c_uint32), ("phases", ctypes.c_uint32), ("max_sim_units", ctypes.c_uint32),
@@ -82,7 +84,8 @@ def teacher_library(*, sanitize: bool = False) -> ctypes.CDLL:
     p, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
     sigs = {"core_teacher_size": ([], u32), "core_teacher_reset": ([p], None),
             "core_teacher_set": ([p, u32, u32, u32, u32, u64], u32),
-            "core_teacher_weights": ([p, u32, u32, u32], u32), "core_teacher_check": ([p, p, u32], u32),
+            "core_teacher_weights": ([p, u32, u32, u32], u32), "core_teacher_leaf": ([p, u32], u32),
+            "core_teacher_check": ([p, p, u32], u32),
             "core_teacher_run": ([p, p, p, u32], u32), "core_teacher_policy": ([p, p, p, u32, u32, u64, u32, p], None),
             "core_sim_map_build": ([p, u32, u32, p, p, u32, p, p], None), "core_sim_reset": ([p, p], None),
             "core_sim_add": ([p, u32, u32, p, u32, u32], u32), "core_sim_copy": ([p, p, p], None),
@@ -151,7 +154,8 @@ class NativeTeacher:
     """One core_teacher (its settings fixed) and the world model it loads games into; not thread-safe."""
 
     def __init__(self, units: int = DEFAULT_UNITS, model: str = DEFAULT_MODEL, *, rollout_rounds: int = ROLLOUT_ROUNDS,
-                 seed: int = 0, gumbel: bool = False, weights: tuple[int, int, int] = WEIGHTS) -> None:
+                 seed: int = 0, gumbel: bool = False, weights: tuple[int, int, int] = WEIGHTS,
+                 leaf: str = DEFAULT_LEAF) -> None:
         if model not in MODELS:
             raise TeacherError(f"model: {model!r}, known: {', '.join(MODELS)}")
         if not isinstance(units, int) or not 1 <= units < 2**32:
@@ -166,7 +170,10 @@ class NativeTeacher:
         code = self.lib.core_teacher_set(self.state, units, MODELS[model], rollout_rounds, int(gumbel), self.seed)
         if code or self.lib.core_teacher_weights(self.state, *weights):
             raise TeacherError(ERRORS[6] if code else f"weights: {weights!r}, want three of 0..64, not all 0")
-        self.weights = tuple(weights)
+        if leaf not in LEAVES:
+            raise TeacherError(f"leaf: {leaf!r}, known: {', '.join(LEAVES)}")
+        self.lib.core_teacher_leaf(self.state, LEAVES[leaf])
+        self.weights, self.leaf = tuple(weights), leaf
         self.head = TeacherHead.from_buffer(self.state)
         self._sims: dict[int, CoreSim] = {}  # by id of the game's map: its built core_sim_map kept
 
@@ -230,9 +237,10 @@ class TeacherFactory:
     by the game's seed, so a game replays exactly); counts its decisions and their CPU seconds."""
 
     def __init__(self, units: int = DEFAULT_UNITS, model: str = DEFAULT_MODEL, *, weights: tuple = WEIGHTS,
-                 rollout_rounds: int = ROLLOUT_ROUNDS) -> None:
-        self.settings = {"units": units, "model": model, "weights": tuple(weights), "rollout_rounds": rollout_rounds}
-        NativeTeacher(units, model, weights=weights, rollout_rounds=rollout_rounds)  # checked before any game
+                 rollout_rounds: int = ROLLOUT_ROUNDS, leaf: str = DEFAULT_LEAF) -> None:
+        self.settings = {"units": units, "model": model, "weights": tuple(weights), "rollout_rounds": rollout_rounds,
+                         "leaf": leaf}
+        NativeTeacher(units, model, weights=weights, rollout_rounds=rollout_rounds, leaf=leaf)  # checked now
         self.name = player_name(units, model)
         self.decisions, self.cpu_seconds = 0, 0.0
         self._by_seed: dict[int, NativeTeacher] = {}
@@ -244,7 +252,7 @@ class TeacherFactory:
                 self._by_seed.clear()
             s = self.settings
             t = self._by_seed[seed] = NativeTeacher(s["units"], s["model"], seed=seed, weights=s["weights"],
-                                                    rollout_rounds=s["rollout_rounds"])
+                                                    rollout_rounds=s["rollout_rounds"], leaf=s["leaf"])
         return TeacherBot(self, t, dragon_id)
 
 

@@ -49,7 +49,13 @@ void core_teacher_reset(core_teacher *t) {
     for (uint32_t i = 0; i < (uint32_t)sizeof(core_teacher); i++) p[i] = 0;
     t->units_limit = CORE_TEACHER_UNITS, t->model = CORE_TEACHER_GREEDY;
     t->rollout_rounds = CORE_TEACHER_ROLLOUT_ROUNDS;
-    t->weight[0] = CORE_TEACHER_W_QUEEN, t->weight[1] = t->weight[2] = 1;
+    t->weight[0] = CORE_TEACHER_W_QUEEN, t->weight[1] = t->weight[2] = 1, t->leaf = CORE_TEACHER_LEAF_SMOOTHED;
+}
+
+uint32_t core_teacher_leaf(core_teacher *t, uint32_t leaf) {
+    if (leaf >= CORE_TEACHER_LEAVES) return CORE_TEACHER_BAD_SETTINGS;
+    t->leaf = leaf;
+    return CORE_TEACHER_OK;
 }
 
 uint32_t core_teacher_weights(core_teacher *t, uint32_t queen, uint32_t longest, uint32_t total) {
@@ -168,8 +174,11 @@ static void list_actions(core_teacher *t, const core_sim *s, const core_sim_map 
     const core_sim_dragon *d = &s->d[t->actor];
     t->n_actions = 0;
     for (uint32_t dir = 0; dir < 4; dir++) add_action(t, LOONG_MOVE, dir, 0);
-    if (s->living[d->team] < CORE_SIM_TEAM_CAP)
-        for (uint32_t k = 1; k < d->length; k++) add_action(t, LOONG_SPLIT, k, 0);
+    if (s->living[d->team] < CORE_SIM_TEAM_CAP && d->length > 1) {  // k = 1, L/4, L/2, 3L/4, L - 1 (distinct)
+        uint32_t L = d->length, ks[5] = {1, L / 4, L / 2, 3 * L / 4, L - 1}, last = 0;
+        for (uint32_t i = 0; i < 5; i++)
+            if (ks[i] > last && ks[i] < L) add_action(t, LOONG_SPLIT, ks[i], 0), last = ks[i];
+    }
     list_sprints(t, s, m, d);
 }
 
@@ -240,19 +249,14 @@ static uint32_t threatened(const core_sim *s, const core_sim_map *m, const core_
     return 0;
 }
 
-// The strike of dragon h, if it has one: a shortest route through free cells (the target head's cell entered
-// last) of at most its reach to the head of a dragon in view it strikes (strikes). Writes the action, returns 1.
-static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t h,
-                            core_teacher_move *out) {
+// A short route of dragon h through free cells in its view (Chebyshev CORE_TEACHER_VIEW from its head), at most
+// `limit` steps, breadth first: to the head of a dragon it strikes (goal ROUTE_STRIKE: that cell entered last), or
+// to a free cell at least two steps away that no enemy threatens (ROUTE_ESCAPE). The action into *out; 1 if found.
+enum { ROUTE_STRIKE = 0, ROUTE_ESCAPE = 1 };
+
+static uint32_t local_route(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t h, uint32_t limit,
+                            uint32_t goal, core_teacher_move *out) {
     const core_sim_dragon *me = &s->d[h];
-    if (me->queen) return 0;
-    uint32_t any = 0, limit = reach(me);
-    for (uint32_t i = 0; i < s->n_order && !any; i++) {
-        const core_sim_dragon *o = &s->d[s->order[i]];
-        any = strikes(me, o) && chebyshev(o->head, me->head, m->width, m->height) <= CORE_TEACHER_VIEW &&
-              torus_distance(o->head, me->head, m->width, m->height) <= limit;
-    }
-    if (!any) return 0;
     if (++t->stamp_now == 0) {
         for (uint32_t c = 0; c < m->cells; c++) t->stamp[c] = 0;
         t->stamp_now = 1;
@@ -260,7 +264,8 @@ static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_m
     enum { CAP = (2 * CORE_TEACHER_VIEW + 1) * (2 * CORE_TEACHER_VIEW + 1) + 8 };
     uint16_t q[CAP], from[CAP];
     uint8_t dir_in[CAP], dist[CAP];
-    uint32_t head = 0, tail = 0;
+    uint32_t head = 0, tail = 0, n = 0;
+    for (uint32_t c = me->head; c != CORE_SIM_NO_CELL && n < me->length; c = s->to_tail[c]) t->segment[c] = (uint16_t)n++;
     t->stamp[me->head] = t->stamp_now, q[tail] = me->head, from[tail] = 0xFFFF, dist[tail++] = 0;
     while (head < tail) {
         uint32_t at = head++, c = q[at];
@@ -272,11 +277,14 @@ static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_m
             if (t->stamp[to] == t->stamp_now || chebyshev(to, me->head, m->width, m->height) > CORE_TEACHER_VIEW)
                 continue;
             uint32_t o = s->occ[to];
-            if (o && !(s->d[o].head == to && strikes(me, &s->d[o]))) continue;  // a body, or a head it spares
+            uint32_t prey = o && goal == ROUTE_STRIKE && s->d[o].head == to && strikes(me, &s->d[o]);
+            // its own segment i is free from step L - i on (the tail moves away: the foil's route search)
+            uint32_t vacated = o == h && to != me->head && dist[at] + 1u >= me->length - t->segment[to];
+            if (o && !prey && !vacated) continue;  // a body, or a head it spares
             t->stamp[to] = t->stamp_now, q[tail] = (uint16_t)to, from[tail] = (uint16_t)at;
             dir_in[tail] = (uint8_t)dir, dist[tail] = (uint8_t)(dist[at] + 1);
-            if (o) {  // the strike: its directions back along the search
-                uint32_t n = dist[tail], j = tail;
+            if (prey || (goal == ROUTE_ESCAPE && dist[tail] >= 2 && !threatened(s, m, me, to))) {
+                uint32_t n = dist[tail], j = tail;  // the directions back along the search
                 for (uint32_t i = n; i-- > 0; j = from[j]) out->dirs[i] = dir_in[j];
                 out->kind = n == 1 ? LOONG_MOVE : LOONG_SPRINT, out->arg = n == 1 ? out->dirs[0] : n;
                 return 1;
@@ -287,9 +295,26 @@ static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_m
     return 0;
 }
 
+// The strike of dragon h, if it has one (the foil's step 4): a worker's route within its reach to the head of a
+// dragon in view it strikes.
+static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t h,
+                            core_teacher_move *out) {
+    const core_sim_dragon *me = &s->d[h];
+    if (me->queen) return 0;
+    uint32_t any = 0, limit = reach(me);
+    for (uint32_t i = 0; i < s->n_order && !any; i++) {
+        const core_sim_dragon *o = &s->d[s->order[i]];
+        any = strikes(me, o) && chebyshev(o->head, me->head, m->width, m->height) <= CORE_TEACHER_VIEW &&
+              torus_distance(o->head, me->head, m->width, m->height) <= limit;
+    }
+    return any && local_route(t, s, m, h, limit, ROUTE_STRIKE, out);
+}
+
 // The greedy rule: a strike (find_strike), else the not-fatal move of the best score: not threatened
-// (threatened), room for its body (flood), a pearl there, a pearl nearer; ties by the draw.
-static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t h, uint64_t r) {
+// (threatened), room for its body (flood), a pearl there, a pearl nearer; ties by the draw. (A hunt, workers
+// within 12 of the enemy queen closing in, measured worse: docs/loong-native-teacher.md.)
+static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t h, uint64_t r,
+                            int32_t *score_out) {
     const core_sim_dragon *me = &s->d[h];
     uint32_t safe = 0, pick = 0;
     int32_t best = INT32_MIN;
@@ -299,11 +324,12 @@ static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_m
         safe |= 1u << dir;
         uint32_t near_pearl, room = flood(t, s, m, c, &near_pearl);
         uint32_t need = me->length < CORE_TEACHER_SPACE ? me->length : CORE_TEACHER_SPACE;
-        int32_t score = (threatened(s, m, me, c) ? -4096 : 0) + (room < need ? -1024 + 8 * (int32_t)room : 0) +
+        int32_t score = (threatened(s, m, me, c) ? CORE_TEACHER_THREAT : 0) + (room < need ? -1024 + 8 * (int32_t)room : 0) +
                         (s->pearl[c] ? 64 : 0) + 2 * (int32_t)(CORE_TEACHER_SPACE + 1 - near_pearl) +
                         (int32_t)below(mix64(r + dir), 4);
         if (score > best) best = score, pick = dir;
     }
+    *score_out = best;
     if (!safe) return below(r, 4);
     return pick;
 }
@@ -319,7 +345,14 @@ void core_teacher_policy(core_teacher *t, const core_sim *s, const core_sim_map 
         return;
     }
     if (model == CORE_TEACHER_GREEDY) {
-        if (!find_strike(t, s, m, h, out)) out->kind = LOONG_MOVE, out->arg = (uint8_t)greedy_move(t, s, m, h, r);
+        if (find_strike(t, s, m, h, out)) return;
+        int32_t score = INT32_MIN;
+        out->kind = LOONG_MOVE, out->arg = (uint8_t)greedy_move(t, s, m, h, r, &score);
+        // a queen with no unthreatened move escapes by sprint: free steps and one paid (the foil's escape sprints)
+        if (d->queen && score < CORE_TEACHER_THREAT / 2 && d->length > 1) {
+            uint32_t limit = (d->length + 3u) / 4u + 1u;
+            local_route(t, s, m, h, limit < 2 ? 2 : limit, ROUTE_ESCAPE, out);
+        }
         return;
     }
     if (!safe) safe = 0xF;
@@ -353,6 +386,19 @@ static uint32_t simulate(core_teacher *t, const core_sim *s, const core_sim_map 
             *units += 1;
         }
         core_sim_end_round(w);
+    }
+    if (t->leaf == CORE_TEACHER_LEAF_SMOOTHED && w->result == CORE_SIM_PLAYING) {
+        // shares (x_t + c) / (x_t + x_o + 2c): still zero-sum, and a longer queen is worth more when the enemy's is
+        // dead (the plain share is 1 whatever her length)
+        uint32_t ours[3], theirs[3];
+        core_sim_scores(w, t->team, ours);
+        core_sim_scores(w, t->team ^ 1, theirs);
+        uint64_t sum = 0, wsum = 0, c = CORE_TEACHER_SMOOTH;
+        for (uint32_t i = 0; i < 3; i++) {
+            uint64_t share = (((uint64_t)ours[i] + c) << 16) / ((uint64_t)ours[i] + theirs[i] + 2 * c);
+            sum += t->weight[i] * share, wsum += t->weight[i];
+        }
+        return (uint32_t)(sum / wsum);
     }
     return core_sim_standing(w, t->team, t->weight);
 }

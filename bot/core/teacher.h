@@ -1,14 +1,17 @@
 // The privileged teacher (issue 36; seed part 5: "the same search, run with full information and generous budgets,
 // produces improved policy targets"): the core's root search on the true state, natively. One decision:
-//   1. the root: every legal primitive action of the actor (the four moves, fatal ones included; every legal split;
-//      sprints listed by end cell and heading, the shortest route to each, CORE_TEACHER_SPRINT_ENDS at most);
+//   1. the root: the actor's primitive actions: the four moves, fatal ones included; the splits k = 1, L/4, L/2, 3L/4
+//      and L - 1 (the foil's, and the smallest); sprints listed by end cell and heading, the shortest route to each,
+//      CORE_TEACHER_SPRINT_ENDS at most (a long dragon's every split and sprint would spread the budget over 70+
+//      actions, a handful of simulations each: docs/loong-native-teacher.md);
 //   2. the screen: each action played once on a copy of the state; an action that kills the actor and nobody else
 //      is a proven loss, never searched while another action exists (CORE_TEACHER_LOSS);
 //   3. sequential halving over the rest (Gumbel MuZero's root: g + sigma(q), g the Gumbel draws, zero unless the
 //      caller collects data), the budget in units spread evenly over ceil(log2 m) phases;
 //   4. a simulation: the action, the rest of the round and `rollout_rounds` more with the opponent model for every
 //      dragon (the searcher's own team and its own later turns included; no uniform noise near the searcher),
-//      valued by the result or the standing (sim.h core_sim_standing: the searcher's team's shares), Q16.
+//      valued by the result or the (smoothed) standing: the searcher's team's shares of the comparison's three
+//      quantities, Q16.
 // Units: one dragon turn simulated, plus a state copy as cells / CORE_TEACHER_COPY_CELLS, never time, so a budget
 // decides alike on every machine. Freestanding C: no malloc, no floats; the state is caller-owned.
 // docs/loong-native-teacher.md.
@@ -18,8 +21,8 @@
 #include "sim.h"
 
 enum {
-    CORE_TEACHER_ACTIONS = 96,          // root actions at most: 4 moves + splits (L - 1) + sprints, capped
-    CORE_TEACHER_SPRINT_ENDS = 32,      // sprints listed at most, nearest ends first (a placeholder cap)
+    CORE_TEACHER_ACTIONS = 32,          // root actions at most: 4 moves + 5 splits + CORE_TEACHER_SPRINT_ENDS sprints
+    CORE_TEACHER_SPRINT_ENDS = 16,      // sprints listed at most, nearest ends first (a placeholder cap)
     CORE_TEACHER_SPRINT_STEPS = 16,     // the longest sprint listed (a placeholder cap; the rules allow F + L - 1)
     CORE_TEACHER_ROLLOUT_ROUNDS = 10,   // rounds after the current one (the bot's search: 10; a placeholder)
     CORE_TEACHER_ROLLOUT_MAX = 64,
@@ -27,7 +30,8 @@ enum {
     CORE_TEACHER_NEAR = 8,              // torus distance from the searcher's head beyond which a dragon keeps its
                                         // heading when safe, whatever the model (the bot's search: 7)
     CORE_TEACHER_VIEW = 3,              // a dragon's sight: the rules' 7 x 7 window (Chebyshev 3 from its head)
-    CORE_TEACHER_SPACE = 16,            // the greedy model's flood fill: free cells counted at most
+    CORE_TEACHER_SPACE = 16,
+    CORE_TEACHER_THREAT = -4096,        // the greedy model's score of a threatened cell (below every other term)            // the greedy model's flood fill: free cells counted at most
     CORE_TEACHER_W_QUEEN = 1,           // the standing's queen weight (longest and total 1; a placeholder)
     CORE_TEACHER_C_VISIT = 50,          // sigma(q) = (C_VISIT + max visits) * C_SCALE * q (Gumbel MuZero's)
     CORE_TEACHER_C_SCALE_Q16 = 65536,   // C_SCALE 1, Gumbel MuZero's default (a placeholder)
@@ -42,8 +46,19 @@ enum {
     CORE_TEACHER_GREEDY = 1,   // privileged greedy: the foil's strike (a worker takes a head-on with the enemy queen
                                // or an enemy worker at least as long, by move or sprint, in view), else the
                                // not-fatal moves scored by threat (a head in view whose sprint reaches the cell and
-                               // would strike), free space by flood fill, pearls
+                               // would strike), free space by flood fill, pearls; a queen with
+                               // no unthreatened move escapes by a short sprint (free steps and one paid)
     CORE_TEACHER_MODELS = 2,
+};
+
+// The leaf value (step 4): contenders of issue 36 item 3.
+enum {
+    CORE_TEACHER_LEAF_STANDING = 0,    // the standing (core_sim_standing, the bot's search's leaf)
+    CORE_TEACHER_LEAF_SMOOTHED = 1,    // the standing with shares (x_t + SMOOTH) / (x_t + x_o + 2 SMOOTH): a longer
+                                       // queen still worth more when the enemy's is dead (the default)
+    CORE_TEACHER_LEAVES = 2,
+    CORE_TEACHER_SMOOTH = 4,           // a queen's starting length (the rules): a placeholder
+    // (a third, 3/4 the rules' round-limit comparison as the leaf stands, measured below smoothed: deleted)
 };
 
 // core_teacher_run's return codes (and core_teacher_check's): which part of the input is wrong.
@@ -87,7 +102,7 @@ typedef struct {
     // settings (core_teacher_set)
     uint32_t units_limit, model, rollout_rounds, gumbel;
     uint64_t seed;
-    uint32_t weight[3], zero_w;  // the standing's weights: queen, longest, total (core_teacher_weights)
+    uint32_t weight[3], leaf;  // the standing's weights: queen, longest, total (core_teacher_weights); the leaf
     // the decision
     uint32_t actor, actor_id, team, n_actions, chosen;
     core_teacher_action act[CORE_TEACHER_ACTIONS];
@@ -99,16 +114,20 @@ typedef struct {
     uint8_t depth[CORE_MAX_CELLS * 4];
     uint16_t queue[CORE_MAX_CELLS * 4];
     uint16_t stamp[CORE_MAX_CELLS];
+    uint16_t segment[CORE_MAX_CELLS];  // a routing dragon's segment index by cell (valid on its own cells)
     uint16_t stamp_now, zero;
 } core_teacher;
 
 uint32_t core_teacher_size(void);
-// Every byte of *t zeroed; the settings' defaults: CORE_TEACHER_UNITS, CORE_TEACHER_GREEDY, 10 rounds, no draws.
+// Every byte of *t zeroed; the settings' defaults: CORE_TEACHER_UNITS, CORE_TEACHER_GREEDY, 10 rounds, no draws,
+// standing weights 1, 1, 1, the smoothed leaf.
 void core_teacher_reset(core_teacher *t);
 // The settings: units (>= 1), model (CORE_TEACHER_*), rollout rounds (0..CORE_TEACHER_ROLLOUT_MAX), gumbel (1: draw
 // Gumbel noise at the root, data collection only; 0 in matches), seed. CORE_TEACHER_BAD_SETTINGS when out of range.
 uint32_t core_teacher_set(core_teacher *t, uint32_t units, uint32_t model, uint32_t rollout_rounds, uint32_t gumbel,
                           uint64_t seed);
+// The leaf value (CORE_TEACHER_LEAF_*).
+uint32_t core_teacher_leaf(core_teacher *t, uint32_t leaf);
 // The standing's weights (queen, longest, total), each 0..64, not all 0.
 uint32_t core_teacher_weights(core_teacher *t, uint32_t queen, uint32_t longest, uint32_t total);
 // Whether (s, m) is a state the teacher can search for `handle` (the codes above; CORE_TEACHER_OK).

@@ -61,7 +61,8 @@ def test_root_lists_the_legal_actions_with_the_engines_ends_and_losses(recorded)
         dec = teacher.decide(game, i)
         assert dec.actions[:4] == tuple(Move(k) for k in range(4))
         splits = [a for a in dec.actions if isinstance(a, Split)]
-        assert splits == ([Split(k) for k in range(1, length)] if living < 64 else [])
+        ks = sorted({k for k in (1, length // 4, length // 2, 3 * length // 4, length - 1) if 1 <= k < length})
+        assert splits == ([Split(k) for k in ks] if living < 64 else [])
         ends = set()
         for k, a in enumerate(dec.actions):
             assert check_action(a, length, living) is None, (a, length)
@@ -126,6 +127,8 @@ def test_bad_settings_and_states_are_named():
         NativeTeacher(100, rollout_rounds=65)
     with pytest.raises(TeacherError, match="^weights:"):
         NativeTeacher(100, weights=(0, 0, 0))
+    with pytest.raises(TeacherError, match="^leaf:"):
+        NativeTeacher(100, leaf="territory")
     game, i = positions(1)[0]
     t = NativeTeacher(UNITS)
     other = next(j for j, d in game.dragons.items() if d.alive and j != i)
@@ -205,3 +208,22 @@ def test_the_teacher_is_a_player(tmp_path):
     for bad in ("teacher:x", "teacher:0", "teacher:100:nope", "teacher:1:greedy:3"):
         with pytest.raises(UnknownBot, match="teacher"):
             resolve_players(LoongLeagueConfig(players=(bad, "random")))
+
+
+def test_a_cornered_queen_escapes_by_sprint_in_the_greedy_model():
+    lib = teacher_library()
+    m = board(20, 20)
+    sim = CoreSim(sim_library(), m)
+    add = lib.core_sim_add
+    # our queen (id 1, team 1, length 5: F = 2) heading west; two enemy workers of length 3 (reach 3) west of her,
+    # one a row above and one a row below: every move of hers (west, north, south) lands within a reach
+    queen = (ctypes.c_uint16 * 5)(*(m.cell(x, 10) for x in range(10, 15)))
+    q = add(ctypes.byref(sim.s), 1, 1, queen, 5, 3)
+    workers = [(ctypes.c_uint16 * 3)(*(m.cell(x, y) for x in (8, 7, 6))) for y in (9, 11)]
+    assert q and add(ctypes.byref(sim.s), 2, 0, workers[0], 3, 1) and add(ctypes.byref(sim.s), 4, 0, workers[1], 3, 1)
+    kind, arg, dirs = _policy(lib, sim, q, "greedy", sim.s.d[q].head)
+    assert kind == 1 and 2 <= arg <= 3, "a sprint of free steps and at most one paid"
+    x, y = 10, 10
+    for d in dirs:
+        x, y = x + (d == 1) - (d == 3), y + (d == 2) - (d == 0)
+    assert min(abs(x - 8) + abs(y - wy) for wy in (9, 11)) > 3, f"the sprint ends at {(x, y)}, within a worker's reach"
