@@ -70,11 +70,13 @@ def _game(args) -> tuple:
 
 
 def strength(opponent: str, games: int, seed: int, units: int, model: str, weights: tuple[int, int, int],
-             rollout_rounds: int, rounds: int, workers: int, leaf: str = "standing", quiet: bool = False) -> dict:
+             rollout_rounds: int, rounds: int, workers: int, leaf: str = DEFAULT_LEAF, quiet: bool = False,
+             first: int = 0) -> dict:
     """The teacher against ``opponent`` over ``games`` games: tallies, Wilson interval, microseconds a decision."""
     from tqdm import tqdm
 
-    jobs = [(g, seed, opponent, units, model, weights, rollout_rounds, rounds, leaf) for g in range(games)]
+    jobs = [(g, seed, opponent, units, model, weights, rollout_rounds, rounds, leaf)
+            for g in range(first, first + games)]
     out = []
     with get_context("fork").Pool(workers) as pool:
         for r in tqdm(pool.imap_unordered(_game, jobs), total=games, disable=quiet, desc=f"teacher v {opponent}"):
@@ -188,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--opponent", default="foil")
     ap.add_argument("--games", type=int, default=48)
+    ap.add_argument("--first", type=int, default=0, help="the first game's index (games first .. first + games - 1)")
     ap.add_argument("--seeds", choices=("tuning", "bar"), default="tuning")
     ap.add_argument("--units", type=int, default=DEFAULT_UNITS)
     ap.add_argument("--model", choices=tuple(MODELS), default="greedy")
@@ -215,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bars: " + ("met" if ok else "NOT met"))
         return 0 if ok else 1
     s = strength(a.opponent, a.games, TUNING_SEED if a.seeds == "tuning" else BAR_SEED, a.units, a.model, weights,
-                 a.rollout_rounds, a.rounds, a.workers, a.leaf)
+                 a.rollout_rounds, a.rounds, a.workers, a.leaf, first=a.first)
     show(f"teacher:{a.units}:{a.model} w={a.weights} r={a.rollout_rounds} leaf={a.leaf} v {a.opponent} "
          f"({a.seeds} seeds, {a.rounds} rounds)", s)
     return 0

@@ -311,13 +311,23 @@ static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_m
 }
 
 // The greedy rule: a strike (find_strike), else the not-fatal move of the best score: not threatened
-// (threatened), room for its body (flood), a pearl there, a pearl nearer; ties by the draw. (A hunt, workers
-// within 12 of the enemy queen closing in, measured worse: docs/loong-native-teacher.md.)
+// (threatened), room for its body (flood), a pearl there, a pearl nearer; ties by the draw. The searcher's enemies
+// also hunt its queen (workers within CORE_TEACHER_HUNT close in: the foil's workers hunt the queen they saw; a
+// pessimistic model of the searcher's danger); the searcher's own workers do not (a hunt by both sides measured
+// worse: docs/loong-native-teacher.md).
 static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t h, uint64_t r,
                             int32_t *score_out) {
     const core_sim_dragon *me = &s->d[h];
-    uint32_t safe = 0, pick = 0;
+    uint32_t safe = 0, pick = 0, prey = CORE_SIM_NO_CELL, prey_at = 0;
     int32_t best = INT32_MIN;
+    if (!me->queen && me->team != t->team)  // the hunt of the searcher's queen: her enemies close in within HUNT
+        for (uint32_t i = 0; i < s->n_order; i++) {
+            const core_sim_dragon *o = &s->d[s->order[i]];
+            if (o->queen && o->team == t->team) {
+                uint32_t dq = torus_distance(o->head, me->head, m->width, m->height);
+                if (dq <= CORE_TEACHER_HUNT) prey = o->head, prey_at = dq;
+            }
+        }
     for (uint32_t dir = 0; dir < 4; dir++) {
         if (core_sim_fatal(s, m, h, dir)) continue;
         uint32_t c = m->xto[4u * me->head + dir];
@@ -327,6 +337,7 @@ static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_m
         int32_t score = (threatened(s, m, me, c) ? CORE_TEACHER_THREAT : 0) + (room < need ? -1024 + 8 * (int32_t)room : 0) +
                         (s->pearl[c] ? 64 : 0) + 2 * (int32_t)(CORE_TEACHER_SPACE + 1 - near_pearl) +
                         (int32_t)below(mix64(r + dir), 4);
+        if (prey != CORE_SIM_NO_CELL && torus_distance(prey, c, m->width, m->height) < prey_at) score += 128;
         if (score > best) best = score, pick = dir;
     }
     *score_out = best;

@@ -30,6 +30,8 @@ enum {
     CORE_TEACHER_NEAR = 8,              // torus distance from the searcher's head beyond which a dragon keeps its
                                         // heading when safe, whatever the model (the bot's search: 7)
     CORE_TEACHER_VIEW = 3,              // a dragon's sight: the rules' 7 x 7 window (Chebyshev 3 from its head)
+    CORE_TEACHER_HUNT = 12,             // the greedy model's hunt: the searcher's enemies within this torus distance
+                                        // of the searcher's queen close in (a placeholder radius)
     CORE_TEACHER_SPACE = 16,
     CORE_TEACHER_THREAT = -4096,        // the greedy model's score of a threatened cell (below every other term)            // the greedy model's flood fill: free cells counted at most
     CORE_TEACHER_W_QUEEN = 1,           // the standing's queen weight (longest and total 1; a placeholder)

@@ -41,7 +41,8 @@ def test_build_then_league(resources, tmp_path, tracked_runs):
 
 
 @pytest.mark.parametrize("config, line", [
-    ({"players": ["foil", "fooo"]}, "loong_league: unknown player 'fooo' (known: foil, random, build:<name|id>)"),
+    ({"players": ["foil", "fooo"]}, "loong_league: unknown player 'fooo' (known: foil, random, build:<name|id>, "
+     "teacher[:UNITS[:MODEL]])"),
     ({"players": ["foil", "random"], "maps": ["gen:12x:lr"]},
      "loong_league: map spec 'gen:12x:lr': expected gen:WxH:SYM:seed=S"),
     ({"players": ["foil", "random"], "maps": ["gen:8x8:lr:seed=1"]}, "loong_league: size: width and height must be"),
