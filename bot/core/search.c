@@ -3,6 +3,7 @@
 #include "search.h"
 
 #include "route.h"
+#include "torus.h"
 
 #ifdef CORE_SEARCH_CLOCK
 static int64_t points_left(void) { return loong_points_left(); }
@@ -81,14 +82,6 @@ static uint64_t isqrt64(uint64_t v) {  // floor(sqrt(v)), bit by bit
         bit >>= 2;
     }
     return r;
-}
-
-static uint32_t torus_distance(uint32_t a, uint32_t b, uint32_t w, uint32_t h) {
-    uint32_t ax = a % w, ay = a / w, bx = b % w, by = b / w;
-    uint32_t dx = ax > bx ? ax - bx : bx - ax, dy = ay > by ? ay - by : by - ay;
-    if (w - dx < dx) dx = w - dx;
-    if (h - dy < dy) dy = h - dy;
-    return dx + dy;
 }
 
 static uint32_t plain_cell(uint32_t c, uint32_t d, uint32_t w, uint32_t h) {
@@ -361,7 +354,7 @@ static uint32_t rollout_move(const core_search *s, uint32_t h, uint64_t key, uin
     const core_sim_dragon *dr = &s->work.d[h];
     uint32_t safe = safe_moves(s, h);
     if (dr->heading < 4 && (safe >> dr->heading & 1) &&
-        torus_distance(dr->head, self_head, s->width, s->height) > CORE_SEARCH_NEAR)
+        core_torus_distance(dr->head, self_head, s->width, s->height) > CORE_SEARCH_NEAR)
         return dr->heading;
     if (!safe) safe = 0xF;
     return nth_bit(safe, below(draw(key, dr->id, sim_round), popcount4(safe)));

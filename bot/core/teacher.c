@@ -2,6 +2,8 @@
 #define LOONG_NO_MAIN  // a core file: no ABI exports (abi.h)
 #include "teacher.h"
 
+#include "torus.h"
+
 
 // -- the generator (splitmix64) -----------------------------------------------------------------------------------
 static const uint64_t GOLDEN = 0x9E3779B97F4A7C15ull;
@@ -32,14 +34,6 @@ static uint32_t nth_bit(uint32_t m, uint32_t k) {
     for (uint32_t b = 0; b < 4; b++)
         if (m >> b & 1 && k-- == 0) return b;
     return 0;
-}
-
-static uint32_t torus_distance(uint32_t a, uint32_t b, uint32_t w, uint32_t h) {
-    uint32_t ax = a % w, ay = a / w, bx = b % w, by = b / w;
-    uint32_t dx = ax > bx ? ax - bx : bx - ax, dy = ay > by ? ay - by : by - ay;
-    if (w - dx < dx) dx = w - dx;
-    if (h - dy < dy) dy = h - dy;
-    return dx + dy;
 }
 
 uint32_t core_teacher_size(void) { return (uint32_t)sizeof(core_teacher); }
@@ -223,14 +217,6 @@ static uint32_t reach(const core_sim_dragon *d) {
     return r > CORE_TEACHER_SPRINT_STEPS ? CORE_TEACHER_SPRINT_STEPS : r;
 }
 
-static uint32_t chebyshev(uint32_t a, uint32_t b, uint32_t w, uint32_t h) {
-    uint32_t ax = a % w, ay = a / w, bx = b % w, by = b / w;
-    uint32_t dx = ax > bx ? ax - bx : bx - ax, dy = ay > by ? ay - by : by - ay;
-    if (w - dx < dx) dx = w - dx;
-    if (h - dy < dy) dy = h - dy;
-    return dx > dy ? dx : dy;
-}
-
 // Whether striker o takes a head-on with victim v (the foil's rule, step 4): a worker strikes the enemy queen, or
 // an enemy worker at least as long as itself.
 static uint32_t strikes(const core_sim_dragon *o, const core_sim_dragon *v) {
@@ -243,8 +229,8 @@ static uint32_t threatened(const core_sim *s, const core_sim_map *m, const core_
     for (uint32_t i = 0; i < s->n_order; i++) {
         const core_sim_dragon *o = &s->d[s->order[i]];
         if (!strikes(o, me) || o->id == me->id) continue;
-        if (chebyshev(o->head, c, m->width, m->height) > CORE_TEACHER_VIEW) continue;
-        if (torus_distance(o->head, c, m->width, m->height) <= reach(o)) return 1;
+        if (core_torus_chebyshev(o->head, c, m->width, m->height) > CORE_TEACHER_VIEW) continue;
+        if (core_torus_distance(o->head, c, m->width, m->height) <= reach(o)) return 1;
     }
     return 0;
 }
@@ -265,7 +251,8 @@ static uint32_t local_route(core_teacher *t, const core_sim *s, const core_sim_m
     uint16_t q[CAP], from[CAP];
     uint8_t dir_in[CAP], dist[CAP];
     uint32_t head = 0, tail = 0, n = 0;
-    for (uint32_t c = me->head; c != CORE_SIM_NO_CELL && n < me->length; c = s->to_tail[c]) t->segment[c] = (uint16_t)n++;
+    for (uint32_t c = me->head; c != CORE_SIM_NO_CELL && n < me->length; c = s->to_tail[c])
+        t->segment[c] = (uint16_t)n++;
     t->stamp[me->head] = t->stamp_now, q[tail] = me->head, from[tail] = 0xFFFF, dist[tail++] = 0;
     while (head < tail) {
         uint32_t at = head++, c = q[at];
@@ -274,7 +261,8 @@ static uint32_t local_route(core_teacher *t, const core_sim *s, const core_sim_m
             uint32_t k = 4u * c + dir;
             if (m->xdir[k] == CORE_SIM_KELP) continue;
             uint32_t to = m->xto[k];
-            if (t->stamp[to] == t->stamp_now || chebyshev(to, me->head, m->width, m->height) > CORE_TEACHER_VIEW)
+            if (t->stamp[to] == t->stamp_now ||
+                core_torus_chebyshev(to, me->head, m->width, m->height) > CORE_TEACHER_VIEW)
                 continue;
             uint32_t o = s->occ[to];
             uint32_t prey = o && goal == ROUTE_STRIKE && s->d[o].head == to && strikes(me, &s->d[o]);
@@ -304,8 +292,9 @@ static uint32_t find_strike(core_teacher *t, const core_sim *s, const core_sim_m
     uint32_t any = 0, limit = reach(me);
     for (uint32_t i = 0; i < s->n_order && !any; i++) {
         const core_sim_dragon *o = &s->d[s->order[i]];
-        any = strikes(me, o) && chebyshev(o->head, me->head, m->width, m->height) <= CORE_TEACHER_VIEW &&
-              torus_distance(o->head, me->head, m->width, m->height) <= limit;
+        any = strikes(me, o) &&
+              core_torus_chebyshev(o->head, me->head, m->width, m->height) <= CORE_TEACHER_VIEW &&
+              core_torus_distance(o->head, me->head, m->width, m->height) <= limit;
     }
     return any && local_route(t, s, m, h, limit, ROUTE_STRIKE, out);
 }
@@ -324,7 +313,7 @@ static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_m
         for (uint32_t i = 0; i < s->n_order; i++) {
             const core_sim_dragon *o = &s->d[s->order[i]];
             if (o->queen && o->team == t->team) {
-                uint32_t dq = torus_distance(o->head, me->head, m->width, m->height);
+                uint32_t dq = core_torus_distance(o->head, me->head, m->width, m->height);
                 if (dq <= CORE_TEACHER_HUNT) prey = o->head, prey_at = dq;
             }
         }
@@ -334,10 +323,11 @@ static uint32_t greedy_move(core_teacher *t, const core_sim *s, const core_sim_m
         safe |= 1u << dir;
         uint32_t near_pearl, room = flood(t, s, m, c, &near_pearl);
         uint32_t need = me->length < CORE_TEACHER_SPACE ? me->length : CORE_TEACHER_SPACE;
-        int32_t score = (threatened(s, m, me, c) ? CORE_TEACHER_THREAT : 0) + (room < need ? -1024 + 8 * (int32_t)room : 0) +
+        int32_t score = (threatened(s, m, me, c) ? CORE_TEACHER_THREAT : 0) +
+                        (room < need ? -1024 + 8 * (int32_t)room : 0) +
                         (s->pearl[c] ? 64 : 0) + 2 * (int32_t)(CORE_TEACHER_SPACE + 1 - near_pearl) +
                         (int32_t)below(mix64(r + dir), 4);
-        if (prey != CORE_SIM_NO_CELL && torus_distance(prey, c, m->width, m->height) < prey_at) score += 128;
+        if (prey != CORE_SIM_NO_CELL && core_torus_distance(prey, c, m->width, m->height) < prey_at) score += 128;
         if (score > best) best = score, pick = dir;
     }
     *score_out = best;
@@ -351,7 +341,7 @@ void core_teacher_policy(core_teacher *t, const core_sim *s, const core_sim_map 
     out->kind = LOONG_MOVE;
     uint32_t safe = safe_moves(s, m, h);
     if (d->heading < 4 && (safe >> d->heading & 1) &&
-        torus_distance(d->head, near_head, m->width, m->height) > CORE_TEACHER_NEAR) {
+        core_torus_distance(d->head, near_head, m->width, m->height) > CORE_TEACHER_NEAR) {
         out->arg = d->heading;
         return;
     }
@@ -455,7 +445,8 @@ uint32_t core_teacher_run(core_teacher *t, const core_sim *s, const core_sim_map
     // 3. the halving over the actions that are not proven losses (every action when all are)
     uint32_t left[CORE_TEACHER_ACTIONS], n_left = 0;
     for (uint32_t i = 0; i < t->n_actions; i++)
-        if (!alive || !(t->act[i].flags & CORE_TEACHER_LOSS)) left[n_left++] = i, t->act[i].flags |= CORE_TEACHER_CONSIDERED;
+        if (!alive || !(t->act[i].flags & CORE_TEACHER_LOSS))
+            left[n_left++] = i, t->act[i].flags |= CORE_TEACHER_CONSIDERED;
     t->considered = n_left;
     uint32_t phases = 0, j = 0, stop = 0;
     while ((1u << phases) < n_left) phases++;

@@ -26,14 +26,14 @@ enum {
     CORE_TEACHER_SPRINT_STEPS = 16,     // the longest sprint listed (a placeholder cap; the rules allow F + L - 1)
     CORE_TEACHER_ROLLOUT_ROUNDS = 10,   // rounds after the current one (the bot's search: 10; a placeholder)
     CORE_TEACHER_ROLLOUT_MAX = 64,
-    CORE_TEACHER_UNITS = 40000,         // the small profile's budget, dragon turns (a placeholder: docs, "Budget")
+    CORE_TEACHER_UNITS = 40000,         // the small profile's budget in units (a placeholder: 3x measured no better)
     CORE_TEACHER_NEAR = 8,              // torus distance from the searcher's head beyond which a dragon keeps its
                                         // heading when safe, whatever the model (the bot's search: 7)
     CORE_TEACHER_VIEW = 3,              // a dragon's sight: the rules' 7 x 7 window (Chebyshev 3 from its head)
     CORE_TEACHER_HUNT = 12,             // the greedy model's hunt: the searcher's enemies within this torus distance
                                         // of the searcher's queen close in (a placeholder radius)
-    CORE_TEACHER_SPACE = 16,
-    CORE_TEACHER_THREAT = -4096,        // the greedy model's score of a threatened cell (below every other term)            // the greedy model's flood fill: free cells counted at most
+    CORE_TEACHER_SPACE = 16,            // the greedy model's flood fill: free cells counted at most
+    CORE_TEACHER_THREAT = -4096,        // the greedy model's score of a threatened cell (below every other term)
     CORE_TEACHER_W_QUEEN = 1,           // the standing's queen weight (longest and total 1; a placeholder)
     CORE_TEACHER_C_VISIT = 50,          // sigma(q) = (C_VISIT + max visits) * C_SCALE * q (Gumbel MuZero's)
     CORE_TEACHER_C_SCALE_Q16 = 65536,   // C_SCALE 1, Gumbel MuZero's default (a placeholder)
