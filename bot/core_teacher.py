@@ -87,12 +87,8 @@ def teacher_library(*, sanitize: bool = False) -> ctypes.CDLL:
             "core_teacher_weights": ([p, u32, u32, u32], u32), "core_teacher_leaf": ([p, u32], u32),
             "core_teacher_check": ([p, p, u32], u32),
             "core_teacher_run": ([p, p, p, u32], u32), "core_teacher_policy": ([p, p, p, u32, u32, u64, u32, p], None),
-            "core_sim_map_build": ([p, u32, u32, p, p, u32, p, p], None), "core_sim_reset": ([p, p], None),
-            "core_sim_add": ([p, u32, u32, p, u32, u32], u32), "core_sim_copy": ([p, p, p], None),
-            "core_sim_begin_round": ([p, p], None), "core_sim_next": ([p], u32),
-            "core_sim_turn": ([p, p, u32, u32, u32, p], u32), "core_sim_end_round": ([p], None),
-            "core_sim_fatal": ([p, p, u32, u32], u32), "core_sim_ray": ([p, p, u32, u32, u32, ctypes.c_void_p], u32),
-            "core_sim_scores": ([p, u32, p], None), "core_sim_dump": ([p, p, p, u32], u32),
+            "core_sim_add": ([p, u32, u32, p, u32, u32], u32), "core_sim_turn": ([p, p, u32, u32, u32, p], u32),
+            "core_sim_next": ([p], u32),
             "core_sim_size": ([], u32), "core_sim_map_size": ([], u32)}
     lib = core_library(TEACHER_SOURCES, "teacher", sigs, sanitize=sanitize)
     if lib.core_sim_size() != ctypes.sizeof(SimState) or lib.core_sim_map_size() != ctypes.sizeof(SimMap):
