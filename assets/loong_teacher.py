@@ -9,7 +9,7 @@ from pydantic import Field
 
 from assets.celldiv_league import version_id
 from assets.metadata import run_metadata, validated
-from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
 GROUP = "loong"
 TEACHER = "loong_teacher"
@@ -17,13 +17,14 @@ TEACHER_FILE = "teacher.json"
 
 
 class TeacherAssetConfig(dg.Config):
-    simulations: int | None = Field(default=None, description="rollouts a decision; None: the profile's")
-    rollout_policy: str = Field(default="", description="every dragon's rule in the rollouts (uniform, greedy, "
-                                                        "strike, seek); empty: the profile's")
-    standing_weights: list[float] = Field(default=[], description="weights of the leaf standing's shares (queen "
-                                                                  "length, longest, total); empty: the profile's")
+    units: int | None = Field(default=None, description="the native teacher's budget a decision in dragon turns "
+                                                        "simulated; None: the profile's (bot.core_teacher's default)")
+    model: str = Field(default="", description="the opponent model of its simulations (greedy, uniform); empty: the "
+                                               "profile's")
+    rollout_rounds: int | None = Field(default=None, description="rounds a simulation plays past the current one; "
+                                                                 "None: the profile's")
     check_games: int | None = Field(default=None, description="games of the teacher check (even); None: the "
-                                                              "profile's (test 2, small 16)")
+                                                              "profile's (test 2, small 96)")
     check_rounds: int | None = Field(default=None, description="round limit of the check's games; None: the "
                                                                "profile's")
     seed: int = Field(default=0, description="maps, match seeds and the search's draws derive from it")
@@ -32,9 +33,8 @@ class TeacherAssetConfig(dg.Config):
 def _teacher_config(config: TeacherAssetConfig, profile: str):
     from ops.loong_teacher import teacher_config
 
-    given = {"simulations": config.simulations, "rollout_policy": config.rollout_policy or None,
-             "check_games": config.check_games, "check_rounds": config.check_rounds,
-             "standing_weights": tuple(config.standing_weights) or None}
+    given = {"units": config.units, "model": config.model or None, "rollout_rounds": config.rollout_rounds,
+             "check_games": config.check_games, "check_rounds": config.check_rounds}
     return teacher_config(profile, seed=config.seed, **{k: v for k, v in given.items() if v is not None})
 
 
@@ -44,15 +44,16 @@ def _teacher_config(config: TeacherAssetConfig, profile: str):
     group_name=GROUP, kinds={"pytorch", "mlflow"},
     check_specs=[dg.AssetCheckSpec(
         "teacher_beats_network", asset=TEACHER, blocking=True,
-        description="the searched teacher (zero Gumbel draws, over the network's own candidates and priors) beats "
-                    "the plain network, expert-0 with the latest loong_network_int8 on its native build: the Wilson "
-                    "95% lower bound of its score rate over the "
-                    "profile's check games is above ops.loong_teacher.CHECK_PASS_LOWER (size and bar fixed in the "
-                    "code before the games)")],
+        description="the native teacher (zero Gumbel draws; its root its own listing plus the network's scored "
+                    "candidates) beats the plain network, expert-0 with the latest loong_network_int8 on its "
+                    "native build: the Wilson 95% lower bound of its score rate over the profile's check games is "
+                    "above ops.loong_teacher.CHECK_PASS_LOWER (size and bar fixed in the code before the games)")],
 )
 def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig, mlflow: MlflowResource,
-                  artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
-    """The teacher's settings (simulations, rollouts, rollout rule) and its check match against the plain network;
+                  artifact_store: ArtifactStoreResource, profile: ProfileResource,
+                  execution: ExecutionResource) -> dg.MaterializeResult:
+    """The native teacher's settings (units, opponent model, rollout rounds) and its check match against the plain
+    network, each game a work item on the execution resource;
     published only when the check passes, so the targets are only ever searched by a teacher that beat it."""
     from dataclasses import asdict
 
@@ -71,6 +72,7 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
         tracker.log_params({**asdict(cfg), "network": network.name, "pass_lower": CHECK_PASS_LOWER})
         try:
             m = teacher_check(cfg, network / "network.npz", out / "check_decisions",
+                              executor=execution.executor(TEACHER),
                               progress=lambda line: context.log.info(f"{TEACHER}: {line}"))
         except ValueError as e:  # a damaged network file: its loader names it
             raise dg.Failure(f"{TEACHER}: {e}", allow_retries=False) from None
@@ -141,20 +143,13 @@ def published_teacher(store) -> tuple[dict, object]:
     return record, network
 
 
-def teacher_settings(config: dict):
-    """A published teacher's ``TeacherConfig`` from its record (JSON lists back to tuples)."""
-    from ops.loong_teacher import TeacherConfig
-
-    return TeacherConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
-
-
 class TargetsAssetConfig(dg.Config):
     games: int | None = Field(default=None, description="the student's games (even); None: the profile's (test 2, "
                                                         "small 8)")
     max_rounds: int | None = Field(default=None, description="round limit of each game; None: the profile's")
-    info_simulations: int | None = Field(default=None, description="rollouts of a departure's information test "
-                                                                   "(0: none, the value-lost report's untested); "
-                                                                   "None: the profile's (32)")
+    info_units: int | None = Field(default=None, description="budget of each of a departure's three information "
+                                                             "searches (0: none, the value-lost report's "
+                                                             "untested); None: the profile's")
     replays: bool | None = Field(default=None, description="each game's replay and teacher review (about 44 KB a "
                                                            "decision); None: the profile's (full: off)")
     pages: bool | None = Field(default=None, description="with replays, each game's viewer page; None: the "
@@ -164,24 +159,23 @@ class TargetsAssetConfig(dg.Config):
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, deps=[TEACHER])
 def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAssetConfig, mlflow: MlflowResource,
-                          artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
+                          artifact_store: ArtifactStoreResource, profile: ProfileResource,
+                          execution: ExecutionResource) -> dg.MaterializeResult:
     """The published teacher's improved policy and values on every decision of the student's own games (the network
     it beat, playing its own moves against the foil, expert-h and itself): the student's inputs plus the targets."""
     from dataclasses import asdict
 
     from ops import loong_teacher_targets as op
-    from ops.loong_teacher import leaf_value
 
     name = profile.checked()
     store = artifact_store.store()
     record, network = published_teacher(store)
     t = record["config"]
-    given = {"games": config.games, "max_rounds": config.max_rounds, "info_simulations": config.info_simulations,
+    given = {"games": config.games, "max_rounds": config.max_rounds, "info_units": config.info_units,
              "replays": config.replays, "pages": config.pages}
     cfg = validated(TARGETS, lambda: op.profile_config(
-        name, seed=config.seed, simulations=t["simulations"], considered=t["considered"],
-        rollout_rounds=t["rollout_rounds"], rollout_policy=t["rollout_policy"],
-        **{k: v for k, v in given.items() if v is not None}))
+        name, seed=config.seed, units=t["units"], model=t["model"], leaf=t["leaf"], weights=tuple(t["weights"]),
+        rollout_rounds=t["rollout_rounds"], **{k: v for k, v in given.items() if v is not None}))
     source = network_source(network)
     version = version_id(context)
     out = store.dir(GROUP, TARGETS, version)
@@ -189,7 +183,7 @@ def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAsse
                                                 "cycle": str(source["cycle"] + 1)}) as tracker:
         tracker.log_params({**asdict(cfg), "network": network.name, "teacher": store.latest(GROUP, TEACHER).name})
         try:
-            r = op.run(cfg, network / "network.npz", out, value=leaf_value(teacher_settings(t)),
+            r = op.run(cfg, network / "network.npz", out, executor=execution.executor(TARGETS),
                        progress=lambda line: context.log.info(f"{TARGETS}: {line}"))
         except ValueError as e:  # TargetsError, or a damaged network file named by its loader
             raise dg.Failure(f"{TARGETS}: {e}", allow_retries=False) from None
@@ -224,13 +218,12 @@ class StudentAssetConfig(dg.Config):
 
 
 def student_positions(config: StudentAssetConfig, store, targets, network, log):
-    """``(labels or None, notes)``: the library (config) labelled with the targets' network and search settings and
-    the published teacher's leaf value; None when off, missing or empty (the student trains on the targets alone)."""
+    """``(labels or None, notes)``: the library (config) labelled with the targets' network and teacher settings;
+    None when off, missing or empty (the student trains on the targets alone)."""
     from pathlib import Path
 
     from ops import loong_positions as positions_op
     from ops.loong_position_labels import label_for_targets
-    from ops.loong_teacher import leaf_value
 
     if not config.positions:
         return None, ["positions: off (config)"]
@@ -239,15 +232,8 @@ def student_positions(config: StudentAssetConfig, store, targets, network, log):
     if not positions:
         return None, [f"positions: none in {library}; the targets alone"]
     notes = [f"positions: {len(positions)} in {library}"]
-    teacher = store.latest(GROUP, TEACHER)
-    value = None
-    if teacher is None:
-        notes.append("no published loong_teacher: the rollouts' default leaf value")
-    else:
-        value = leaf_value(teacher_settings(json.loads((teacher / TEACHER_FILE).read_text())["config"]))
     labels = validated(STUDENT, lambda: label_for_targets(positions, library, targets,
-                                                          network=network / "network.npz", value=value,
-                                                          progress=log))
+                                                          network=network / "network.npz", progress=log))
     notes += [f"position skipped: {line}" for line in labels.skipped]
     return labels, notes
 

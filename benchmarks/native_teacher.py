@@ -15,7 +15,8 @@ foil (score rate at least FOIL_BAR) and against expert-h (at least EXPERT_H_BAR)
 
 Throughput: recorded positions (foil against foil on the tuning maps, every dragon's turn), each searched by every
 opponent model at the budget: decisions a second and dragon-turns a second in one process, and decisions a second
-on a pool of 2; then today's torch teacher (the small profile's settings) in the same run.
+on a pool of 2. (The torch teacher it replaced, retired in issue 36: 99 decisions a second on the run recorded in
+docs/benchmarks.md.)
 """
 
 from __future__ import annotations
@@ -170,22 +171,6 @@ def throughput(n: int, units: int) -> None:
               "decisions/s (wall, pool start included)", flush=True)
 
 
-def torch_throughput(lanes: int = 64) -> None:
-    """Today's torch teacher (ops/loong_teacher.py, the small profile's simulations and rollout rounds) in the same
-    run: one teacher_turn over ``lanes`` mid-game lanes of 32 x 32 maps (benchmarks/loong_teacher.py's
-    throughput: 60 turns of random play, not the foil's positions), one thread."""
-    import torch
-
-    from benchmarks.loong_teacher import throughput as torch_teacher
-    from ops.loong_teacher import teacher_config
-
-    torch.set_num_threads(1)
-    cfg = teacher_config("small")
-    r = torch_teacher(32, [lanes], cfg.simulations, cfg.rollout_rounds, 0)[0]
-    print(f"torch teacher ({cfg.simulations} simulations, {cfg.rollout_rounds} rollout rounds, {r['lanes']} lanes in "
-          f"one call, one thread): {r['decisions_per_s']:.1f} decisions/s", flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--opponent", default="foil")
@@ -206,7 +191,6 @@ def main(argv: list[str] | None = None) -> int:
     weights = tuple(int(v) for v in a.weights.split(","))
     if a.throughput:
         throughput(a.positions, a.units)
-        torch_throughput()
         return 0
     if a.bar:
         ok = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +35,9 @@ ROLLOUT_ROUNDS = 10  # teacher.h CORE_TEACHER_ROLLOUT_ROUNDS
 ROLLOUT_MAX = 64
 WEIGHTS = (1, 1, 1)  # the standing's (queen, longest, total): teacher.h CORE_TEACHER_W_QUEEN, 1, 1
 C_VISIT, C_SCALE = 50, 1.0  # teacher.h CORE_TEACHER_C_VISIT, CORE_TEACHER_C_SCALE_Q16 / 65536
-ACTIONS = 32  # CORE_TEACHER_ACTIONS
-SPRINT_STEPS = 16  # CORE_TEACHER_SPRINT_STEPS
+ACTIONS = 96  # CORE_TEACHER_ACTIONS
+GIVEN = 64  # CORE_TEACHER_GIVEN: root actions a caller may give
+DIRS = 64  # CORE_TEACHER_DIRS: a root sprint's directions at most
 LOSS, CONSIDERED = 1, 2
 MOVE, SPRINT, SPLIT = 0, 1, 2
 Q16 = 65536
@@ -47,6 +49,8 @@ ERRORS = {  # core_teacher_run's codes: the part of the input named in the error
     5: "actor: the dragon is not the round's next actor",
     6: "settings: units, model, rollout rounds or gumbel out of range",
     7: "over: the game is over",
+    8: "given: a given action is not legal for the actor (a split of k >= length or of a full team, a sprint "
+       "longer than the rules allow), or only given actions and none given",
 }
 
 
@@ -58,7 +62,7 @@ class TeacherAction(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_uint8), ("arg", ctypes.c_uint8), ("flags", ctypes.c_uint8), ("out", ctypes.c_uint8),
                 ("end", ctypes.c_uint16), ("heading", ctypes.c_uint8), ("zero", ctypes.c_uint8),
                 ("visits", ctypes.c_uint32), ("value", ctypes.c_uint32), ("gumbel", ctypes.c_int32),
-                ("sum", ctypes.c_uint64), ("dirs", ctypes.c_uint8 * SPRINT_STEPS)]
+                ("sum", ctypes.c_uint64), ("dirs", ctypes.c_uint8 * DIRS)]
 
 
 class TeacherHead(ctypes.Structure):
@@ -85,7 +89,8 @@ def teacher_library(*, sanitize: bool = False) -> ctypes.CDLL:
     sigs = {"core_teacher_size": ([], u32), "core_teacher_reset": ([p], None),
             "core_teacher_set": ([p, u32, u32, u32, u32, u64], u32),
             "core_teacher_weights": ([p, u32, u32, u32], u32), "core_teacher_leaf": ([p, u32], u32),
-            "core_teacher_check": ([p, p, u32], u32),
+            "core_teacher_check": ([p, p, u32], u32), "core_teacher_give": ([p, u32, u32, p], u32),
+            "core_teacher_clear": ([p, u32], None),
             "core_teacher_run": ([p, p, p, u32], u32), "core_teacher_policy": ([p, p, p, u32, u32, u64, u32, p], None),
             "core_sim_add": ([p, u32, u32, p, u32, u32], u32), "core_sim_turn": ([p, p, u32, u32, u32, p], u32),
             "core_sim_next": ([p], u32),
@@ -145,6 +150,13 @@ class TeacherDecision:
     def action(self) -> Action:
         return self.actions[self.chosen]
 
+    def index(self, action: Action) -> int:
+        """The root index of ``action`` (a given action is always one), -1 when the root lacks it."""
+        try:
+            return self.actions.index(action)
+        except ValueError:
+            return -1
+
 
 class NativeTeacher:
     """One core_teacher (its settings fixed) and the world model it loads games into; not thread-safe."""
@@ -183,17 +195,22 @@ class NativeTeacher:
         sim.load(game)
         return sim
 
-    def decide(self, game: Game, dragon_id: int) -> TeacherDecision:
-        """The decision of dragon ``dragon_id``, the next actor of ``game`` (mid-round); the game is not changed."""
+    def decide(self, game: Game, dragon_id: int, given: Sequence[Action] = (), *, only: bool = False
+               ) -> TeacherDecision:
+        """The decision of dragon ``dragon_id``, the next actor of ``game`` (mid-round); the game is not changed.
+        ``given``: root actions searched beside the teacher's own listing (a student's candidates), or with ``only``
+        instead of it; each is one of the decision's ``actions`` (``index``)."""
         if game.over:
             raise TeacherError(ERRORS[7])
         if game.next_actor() != dragon_id:
             raise TeacherError(f"actor: dragon {dragon_id} is not the round's next actor ({game.next_actor()})")
         sim = self._sim(game)
-        return self.decide_state(sim.s, sim.map, sim.handle(dragon_id))
+        return self.decide_state(sim.s, sim.map, sim.handle(dragon_id), given, only=only)
 
-    def decide_state(self, state: SimState, sim_map: SimMap, handle: int) -> TeacherDecision:
+    def decide_state(self, state: SimState, sim_map: SimMap, handle: int, given: Sequence[Action] = (), *,
+                     only: bool = False) -> TeacherDecision:
         """The decision on a core_sim as it stands (``handle`` its next actor)."""
+        self._give(given, only)
         code = self.lib.core_teacher_run(self.state, ctypes.byref(state), ctypes.byref(sim_map), handle)
         if code:
             raise TeacherError(ERRORS.get(code, f"core_teacher_run: code {code}"))
@@ -207,6 +224,23 @@ class NativeTeacher:
         return TeacherDecision(tuple(engine_action(a) for a in acts), visits, q, loss, considered, gumbel,
                                improved_policy(q, visits, considered), int(h.chosen), int(h.units),
                                int(h.simulations))
+
+
+    def _give(self, given: Sequence[Action], only: bool) -> None:
+        if len(given) > GIVEN:
+            raise TeacherError(f"given: {len(given)} actions, at most {GIVEN}")
+        self.lib.core_teacher_clear(self.state, int(only))
+        for i, a in enumerate(given):
+            if isinstance(a, Move):
+                kind, arg, dirs = MOVE, a.direction, b""
+            elif isinstance(a, Split):
+                kind, arg, dirs = SPLIT, a.k, b""
+            elif isinstance(a, Sprint):
+                kind, arg, dirs = SPRINT, len(a.directions), bytes(a.directions)
+            else:
+                raise TeacherError(f"given: action {i} is {a!r}, not a move, sprint or split")
+            if self.lib.core_teacher_give(self.state, kind, arg, dirs or None):
+                raise TeacherError(f"given: action {i} ({a!r}) out of range")
 
 
 class TeacherBot:

@@ -1,18 +1,18 @@
 """The teacher's labels for the reviewed positions (issue 13, item 5; docs/loong-positions.md, "Teacher labels"): each
 position searched by the privileged teacher of the targets, its reviewed move kept as the label that matters.
 
-    labels = label_positions(positions, library, "network.npz", targets_cfg, value=leaf)   # PositionLabels
+    labels = label_positions(positions, library, "network.npz", targets_cfg)   # PositionLabels
     labels = label_for_targets(positions, library, targets_dir)   # the network and search settings of a targets run
     labels.table          # SCHEMA: the targets' columns + position, weight, target_policy, agrees
     labels.skipped        # positions that give no row, each with why
     labels.disagreements  # the teacher's choice is not the reviewed move (nor an accepted one)
 
-A position's state: the replay re-simulated on the reference engine to the start of the position's round, loaded
-into the batched simulator (``LoongSim.load_game``, state hash compared), then both engines stepped over the
-round's turns before the dragon's. The student (expert-0-native on the network) is fed the dragon's earlier
-observations, as the positions check feeds a bot, then decides; the teacher's search is the targets' own
-(``ops.loong_teacher_targets._search_rows``: the student's candidates and priors, ``cfg.simulations``,
-``considered``, rollouts, the information test of a departure), with the reviewed move as the row's ``chosen``.
+A position's state: the replay re-simulated on the reference engine to the dragon's turn (its state hash compared
+with the replayed one). The student (expert-0-native on the network) is fed the dragon's earlier observations, as
+the positions check feeds a bot, then decides; the teacher's search is the targets' own
+(``ops.loong_teacher_targets.search_row``: the native teacher with the targets' settings over its own listing and
+the student's scored candidates, the information test of a departure), with the reviewed move as the row's
+``chosen``.
 
 The training target (``target_policy``): ``REVIEWED_MASS`` (0.75) on the reviewed move's action, the other 0.25 the
 teacher's improved policy, so the reviewed move is always the target's top action and the teacher ranks the rest.
@@ -114,50 +114,26 @@ def round_start(replayed: Replayed):
     return game, before
 
 
-def position_state(replayed: Replayed, device: str = "cpu"):
-    """``(sim, game)``: the batched simulator (one lane) and the reference game both at the dragon's turn. The
-    simulator is loaded from the round's start (its state hash compared) and stepped over the round's earlier
-    turns beside the reference; a difference raises PositionError naming the position."""
-    import torch
-
-    from gpu.loong_sim import LoongSim, Turn, encode_action, encode_sonar
-
-    where = replayed.where
+def position_state(replayed: Replayed):
+    """The reference game at the dragon's turn: the replay re-simulated to the round's start, the round begun and
+    its earlier turns played; a state that differs from the replayed one raises PositionError naming the position."""
     game, before = round_start(replayed)
-    sim = LoongSim([game.map], max_rounds=game.max_rounds, device=device, record_hashes=True,
-                   sprint_cap=targets.SPRINT_CAP, inbox=targets.INBOX)
-    try:
-        sim.load_game(0, game)
-    except ValueError as e:  # a state the simulator cannot hold (no game played by the rules gets there)
-        raise PositionError(f"{where}: simulator: {e}") from None
-    if not sim.hashes[0] or sim.hashes[0][-1] != game.state_hash():
-        raise PositionError(f"{where}: simulator: its state loaded at round {game.round} differs from the engine's")
     game.begin_round()
-    for t in [*before, None]:
-        actor, want = int(sim.actor_ids()[0]), game.next_actor()
-        if actor != want:
-            raise PositionError(f"{where}: simulator: actor {actor} at round {game.round}, the engine's {want}")
-        if t is None:
-            break
-        vals, mask = encode_sonar(t.sonar)
-        sim.step(Turn(torch.tensor([encode_action(t.action, sim.cap)]), torch.tensor([vals]), torch.tensor([mask])))
+    for t in before:
         game.turn(t.dragon_id, t.action, t.sonar)
-    if game.state_hash() != replayed.game.state_hash():
-        raise PositionError(f"{where}: the re-simulated state at the dragon's turn differs from the replayed one")
-    return sim, game
+    if game.next_actor() != replayed.position.dragon or game.state_hash() != replayed.game.state_hash():
+        raise PositionError(f"{replayed.where}: the re-simulated state at the dragon's turn differs from the replayed "
+                            "one")
+    return game
 
 
 # -- labelling -----------------------------------------------------------------------------------------------------
-def _label(k: int, pos: Position, library, cfg, factory, score_exp: int, value, device: str, mass: float):
+def _label(k: int, pos: Position, library, cfg, factory, score_exp: int, mass: float):
     """One position's row (a dict of SCHEMA's columns) and its disagreement (or None); a str when it gives none."""
     from games.loong.rng import dragon_seed
-    from gpu.loong_sim import CapacityError, decode_action, encode_action
 
     replayed = replay_position(pos, library)
-    try:
-        sim, game = position_state(replayed, device)
-    except CapacityError as e:
-        return f"{pos.name}: the simulator's capacity: {e}"
+    game = position_state(replayed)
     team, d = replayed.team, pos.dragon
     bot = factory(d, team, dragon_seed(replayed.replay.seed, d))
     for _, obs, _ in replayed.history:  # its replies ignored: the replay's turns were played
@@ -166,14 +142,15 @@ def _label(k: int, pos: Position, library, cfg, factory, score_exp: int, value, 
     if bot.last_code != 0:
         return f"{pos.name}: the core refused the observation (code {bot.last_code})"
     try:
-        dec = targets._decision(0, d, pos.round, bot, pos.move, sim.cap, score_exp, encode_action)
+        dec = targets._decision(d, pos.round, bot, pos.move, score_exp)
     except (RuntimeError, ValueError) as e:
         return f"{pos.name}: {e}"
     if dec.played < 0:
         return f"{pos.name}: {move_text(pos.move)} is not among the student's {len(dec.records)} candidates"
     m = replayed.replay.map
     spec = targets.GameSpec(k, m.width, m.symmetry, 0, replayed.replay.seed, POSITION_BOT, (team,))
-    (row,) = targets._search_rows(cfg, sim, [spec], [dec], value, [game])
+    teacher, info = targets.teachers(cfg, spec)
+    row, chosen = targets.search_row(cfg, teacher, info, game, dec, spec)
     if np.frombuffer(row["taps"], np.uint8)[row["chosen"]] == 255:
         return f"{pos.name}: {move_text(pos.move)}'s record has no trunk tap (the network cannot score it)"
     after = _after(replayed, pos.move)
@@ -181,36 +158,31 @@ def _label(k: int, pos: Position, library, cfg, factory, score_exp: int, value, 
                 "height": m.height, "outcome": replayed.outcome, "after_head": after[0] if after else -1,
                 "after_heading": after[1] if after else -1})
     group, prior = dec.group, targets.softmax(dec.logits)
-    rows = [tuple(r) for r in dec.cand.tolist()]
-    good = {dec.played} | {rows.index(tuple(encode_action(a, sim.cap))) for a in pos.accept
-                           if tuple(encode_action(a, sim.cap)) in rows}
-    tc = int(row["teacher_choice"])
-    agrees = int(group[tc]) in good
+    good = {dec.played} | {dec.actions.index(a) for a in pos.accept if a in dec.actions}
+    agrees = chosen in dec.actions and dec.actions.index(chosen) in good
     policy = np.frombuffer(row["teacher_policy"], np.float32)
     row.update({"position": pos.name, "weight": float(pos.weight), "agrees": agrees,
                 "target_policy": reviewed_policy(policy, prior, group, dec.played, mass).astype(np.float32)
                 .tobytes()})
     if agrees:
         return row, None
-    dragon = game.dragons[d]
-    teacher = decode_action(dec.cand[group[tc]].tolist(), len(dragon.body), game.living[team], sim.cap)
     q = np.frombuffer(row["teacher_q"], np.float32)
 
     def num(x) -> float | None:
         return float(x) if math.isfinite(float(x)) else None
 
     return row, {"position": pos.name, "dragon": d, "round": pos.round, "reviewed": [move_text(a) for a in pos.moves],
-                 "teacher": move_text(teacher), "q_teacher": num(row["teacher_value"]),
+                 "teacher": move_text(chosen), "q_teacher": num(row["teacher_value"]),
                  "q_reviewed": num(q[row["chosen"]]), "value_lost": num(row["value_lost"]),
                  "margin_sight": num(row["margin_sight"]), "margin_team": num(row["margin_team"]),
                  "reason": pos.reason, "weight": float(pos.weight)}
 
 
-def label_positions(positions: Sequence[Position], library, network, cfg: targets.TargetsConfig, *, value=None,
-                    device: str = "cpu", reviewed_mass: float = REVIEWED_MASS, gumbel: bool = False,
+def label_positions(positions: Sequence[Position], library, network, cfg: targets.TargetsConfig, *,
+                    reviewed_mass: float = REVIEWED_MASS, gumbel: bool = False,
                     progress: Callable[[str], None] | None = None) -> PositionLabels:
-    """Each position searched by the targets' teacher (``cfg``: simulations, considered, rollout rounds and rule,
-    information test; ``value`` the rollouts' leaf value) for the student on ``network`` (an int8 network or its
+    """Each position searched by the targets' teacher (``cfg``: units, model, leaf, weights, rollout rounds, the
+    information test's units) for the student on ``network`` (an int8 network or its
     path); one row a position (``SCHEMA``), its ``weight`` the position's. ``gumbel`` False (the default): zero
     Gumbel draws, the search's best estimate (the draws are the targets' exploration). A position whose move is not
     among the student's candidates (or whose record has no tap), or whose observation the core refuses, gives no
@@ -224,8 +196,8 @@ def label_positions(positions: Sequence[Position], library, network, cfg: target
                          f"{reviewed_mass}")
     cfg = replace(cfg, gumbel=gumbel)
     targets.check_config(cfg)
-    settings = {"simulations": cfg.simulations, "considered": cfg.considered, "rollout_rounds": cfg.rollout_rounds,
-                "rollout_policy": cfg.rollout_policy, "info_simulations": cfg.info_simulations, "gumbel": gumbel,
+    settings = {"units": cfg.units, "model": cfg.model, "leaf": cfg.leaf, "weights": list(cfg.weights),
+                "rollout_rounds": cfg.rollout_rounds, "info_units": cfg.info_units, "gumbel": gumbel,
                 "seed": cfg.seed, "reviewed_mass": reviewed_mass}
     if not positions:
         return PositionLabels(SCHEMA.empty_table(), [], [], 0, settings)
@@ -234,7 +206,7 @@ def label_positions(positions: Sequence[Position], library, network, cfg: target
     factory = expert0_factory(net)
     rows, skipped, disagreements = [], [], []
     for k, pos in enumerate(positions):
-        got = _label(k, pos, library, cfg, factory, net.score_exp, value, device, reviewed_mass)
+        got = _label(k, pos, library, cfg, factory, net.score_exp, reviewed_mass)
         if isinstance(got, str):
             skipped.append(got)
         else:
@@ -267,12 +239,12 @@ def targets_config(targets_dir) -> tuple[targets.TargetsConfig, Path]:
     return cfg, Path(doc["network"])
 
 
-def label_for_targets(positions: Sequence[Position], library, targets_dir, *, network=None, value=None,
-                      device: str = "cpu", progress: Callable[[str], None] | None = None) -> PositionLabels:
-    """``label_positions`` with the network (``network`` overrides it) and search settings of the targets run in
-    ``targets_dir``; ``value``: the teacher's leaf value (``ops.loong_teacher.leaf_value``; None: the default)."""
+def label_for_targets(positions: Sequence[Position], library, targets_dir, *, network=None,
+                      progress: Callable[[str], None] | None = None) -> PositionLabels:
+    """``label_positions`` with the network (``network`` overrides it) and teacher settings of the targets run in
+    ``targets_dir``."""
     cfg, net = targets_config(targets_dir)
-    return label_positions(positions, library, network or net, cfg, value=value, device=device, progress=progress)
+    return label_positions(positions, library, network or net, cfg, progress=progress)
 
 
 # -- files and the student's rows ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ Reviewed positions (``positions``: ``ops.loong_position_labels.PositionLabels``)
 losses multiplied by its position's weight (a target row's 1), never held out: the held-out figures are the targets'.
 
     python -m ops.loong_student --profile test|small|full --targets DIR --init CKPT --out DIR [--positions LIB]
-        [--teacher teacher.json] [--mlflow]
+        [--mlflow]
 """
 
 from __future__ import annotations
@@ -316,8 +316,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--positions", default=None, help="a reviewed-positions library to train on too, labelled by "
                                                       "the targets' teacher (its network and search settings, "
                                                       "config.json); default: none")
-    ap.add_argument("--teacher", default=None, help="with --positions: the published teacher's teacher.json (its "
-                                                    "leaf value); default: the rollouts' default standing")
     ap.add_argument("--mlflow", action="store_true", help="log the run to the project's MLflow store "
                                                           "(experiment arena-loong)")
     args = ap.parse_args(argv)
@@ -349,28 +347,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cli_labels(args, progress: Progress):
-    """``--positions``: the library labelled with the targets' network and search settings (``--teacher``: the
-    teacher's leaf value); a bad library, targets config or teacher file is a StudentError."""
+    """``--positions``: the library labelled with the targets' network and teacher settings; a bad library or
+    targets config is a StudentError."""
     from ops.loong_position_labels import label_for_targets
     from ops.loong_positions import load_library
 
     try:
-        value = None
-        if args.teacher is not None:
-            from ops.loong_teacher import TeacherConfig, leaf_value
-
-            try:
-                record = json.loads(Path(args.teacher).read_text())
-                value = leaf_value(TeacherConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                                    for k, v in record["config"].items()}))
-            except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-                raise StudentError(f"--teacher {args.teacher}: not a teacher record ({type(e).__name__}: {e})") \
-                    from None
         positions = load_library(args.positions)
         if not positions:
             progress(f"{args.positions}: no positions; training on the targets alone")
             return None
-        labels = label_for_targets(positions, args.positions, args.targets, value=value, progress=progress)
+        labels = label_for_targets(positions, args.positions, args.targets, progress=progress)
     except StudentError:
         raise
     except ValueError as e:  # PositionError, TargetsError, a bad network file: one line naming it

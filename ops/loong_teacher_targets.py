@@ -1,15 +1,16 @@
-"""The privileged teacher's targets on the student's own games (issue 12 item 4, ``loong_teacher_targets``;
-docs/loong-teacher-targets.md).
+"""The privileged teacher's targets on the student's own games (issue 12 item 4, issue 36 item 4,
+``loong_teacher_targets``; docs/loong-teacher-targets.md).
 
 The student, expert-0 (the int8 network compiled into the C core, its native build), plays its own games against
-the configured opponents on generated maps; every game is a reference ``Game`` kept in lockstep with one lane of
-the batched simulator (``gpu.loong_diff.lockstep``). At each of the student's decisions the teacher
-(``ops.loong_teacher.search``) searches the student's own candidate list on the simulator's true state, the
-student's scores as prior logits, and records its improved policy and every candidate's value; the student still
-plays its own move, so the rows are the student's state distribution (DAgger-like).
+the configured opponents on generated maps, on the reference engine. At each of the student's decisions the native
+privileged teacher (``bot.core_teacher.NativeTeacher``: the C core's root search on the true state) searches its
+own root listing plus the student's candidate actions, and records its improved policy over the student's actions
+(their scores the prior) and every candidate's value; the student still plays its own move, so the rows are the
+student's state distribution (DAgger-like). Each game is a work item (``ops.execution``): the local pool uses both
+cores, Ray a cluster, and the rows are the same whatever ran them.
 
     cfg = profile_config("small")
-    result = run(cfg, "network.npz", out_dir)       # Parquet shards out_dir/part-<first game>.parquet
+    result = run(cfg, "network.npz", out_dir, executor=PoolExecutor(2))   # out_dir/part-<first game>.parquet
     table = load_targets(out_dir)                   # checked: schema name, version, every column and type
 
 One row a student decision: every column of the replay dataset (``ops.loong_dataset.SCHEMA``, filled as it
@@ -32,26 +33,23 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
+from bot.core_teacher import DEFAULT_LEAF, DEFAULT_MODEL, DEFAULT_UNITS, ROLLOUT_ROUNDS, WEIGHTS
 from games.loong.actions import Forfeit
 from games.loong.engine import Game
-from games.loong.mapgen import generate_map
-from gpu.loong_rollout import DEFAULT_ROUNDS, ROLLOUT_POLICIES, rollout_values
+from games.loong.mapgen import SYMMETRIES, generate_map
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
 from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
 from ops.loong_dataset import action_code, read_shards
-from ops.loong_teacher import SYMS, decision_seeds, search
 
 SCHEMA_NAME = b"loong_teacher_targets"
-SCHEMA_VERSION = b"3"  # 3: the dataset's played_by column
+SCHEMA_VERSION = b"4"  # 4: the native teacher (teacher_choice -1: no record holds its action)
 STUDENT = "expert-0-native"  # bot.expert0.NATIVE_NAME: the rows' ``bot``
 SELF = "self"  # the student against itself: both teams recorded
 NETWORK = "network"  # the student's network on the other side too, as a plain bot: one team recorded (the check)
 PLAYS = ("student", "teacher")  # whose choice the recorded side plays
 EXPERT_H = "expert-h-native"
-SPRINT_CAP = 64  # CORE_SPRINT_MAX: the longest sprint a record holds, so the lockstep's action rows are 2 + 64 wide
-INBOX = 128  # the lockstep simulator's inbox capacity (sonar of two teams of relaying bots; a capacity, not a rule)
+SPRINT_CAP = 64  # CORE_SPRINT_MAX: the longest sprint a record holds, so ``record_rows``' action rows are 2 + 64 wide
 INT32_MIN = int(np.iinfo(np.int32).min)  # a record's score without a trunk tap (bot/core/expert0.c)
 
 TARGET_FIELDS = [
@@ -59,11 +57,11 @@ TARGET_FIELDS = [
     ("teacher_q", pa.binary()),  # float32 x n: mean rollout value of the record's action (NaN: not searched)
     ("teacher_visits", pa.binary()),  # uint16 x n: the action's rollouts
     ("teacher_policy", pa.binary()),  # float32 x n: improved policy of the action, split by prior (sums to 1)
-    ("teacher_choice", pa.int16()),  # the first record of the teacher's chosen action
+    ("teacher_choice", pa.int16()),  # the first record of the teacher's chosen action (-1: no record holds it)
     ("teacher_value", pa.float32()),  # q of the teacher's choice
-    ("value_lost", pa.float32()),  # teacher_q[teacher_choice] - teacher_q[chosen] where both searched, else NaN
+    ("value_lost", pa.float32()),  # q(teacher's choice) - q(the student's action) where both searched, else NaN
     # The information test of a departure (``information_test``): q(teacher's action) - q(student's action) in a
-    # search of those two actions only, on three states; NaN where not tested (no departure, or info_simulations 0)
+    # search of those two actions only, on three states; NaN where not tested (no departure, or info_units 0)
     ("margin_full", pa.float32()),  # on the true state (the test's own noise: <= 0 where the search disagrees)
     ("margin_sight", pa.float32()),  # enemies outside the acting dragon's 7 x 7 window taken out (queens kept)
     ("margin_team", pa.float32()),  # enemies outside every living teammate's window taken out (queens kept)
@@ -80,31 +78,31 @@ class TargetsError(ValueError):
 @dataclass(frozen=True)
 class TargetsConfig:
     games: int = 8  # even: each generated map twice, the student on team 0 then team 1 (``game_spec``)
-    sizes: tuple[int, ...] = (20,)  # board sides, cycled over the maps; games of one side share a lockstep batch
+    sizes: tuple[int, ...] = (20,)  # board sides, cycled over the maps
     max_rounds: int = 60  # each game's round limit (the rules' comparison there)
     opponents: tuple[str, ...] = ("foil", EXPERT_H, SELF)  # cycled over the maps; "self": the student on both sides
-    simulations: int = 32  # rollouts a decision (``search``'s budget)
-    considered: int = 16  # Gumbel top-m: the actions that enter the halving
-    rollout_rounds: int = DEFAULT_ROUNDS
-    rollout_policy: str = "seek"  # gpu.loong_rollout.ROLLOUT_POLICIES
-    gumbel: bool = True  # Gumbel draws in the search (exploration for data collection), one generator a decision
-    info_simulations: int = 32  # rollouts of a departure's information test on each of its 3 states (0: no test)
+    units: int = DEFAULT_UNITS  # the native teacher's budget a decision (bot.core_teacher: dragon turns simulated)
+    model: str = DEFAULT_MODEL  # its opponent model (bot.core_teacher.MODELS)
+    leaf: str = DEFAULT_LEAF  # its leaf value (bot.core_teacher.LEAVES)
+    weights: tuple[int, int, int] = WEIGHTS  # the standing's (queen, longest, total)
+    rollout_rounds: int = ROLLOUT_ROUNDS
+    gumbel: bool = True  # Gumbel draws at the root (exploration for data collection), seeded by the game
+    info_units: int = 8_000  # budget of each of a departure's three information searches (0: no test; a placeholder)
     plays: str = "student"  # "student": its own move (its positions: the targets); "teacher": the search's choice
-    batch_games: int = 64  # games of one side played in one lockstep batch at most (one Parquet shard each)
-    seed: int = 0  # every map, game, Gumbel draw and rollout derives from it
+    seed: int = 0  # every map, game and search draw derives from it
     replays: bool = True  # every game's replay and review (the teacher's verdicts) in out/replays (``write_game``)
     pages: bool = False  # with replays, also each game's viewer page, out/replays/<stem>.html
 
 
 PROFILES = {
-    "test": dict(games=2, sizes=(12,), max_rounds=12, opponents=("foil",), simulations=4, considered=4,
-                 rollout_rounds=4, info_simulations=4),
+    "test": dict(games=2, sizes=(12,), max_rounds=12, opponents=("foil",), units=1_500, rollout_rounds=4,
+                 info_units=400),
     "small": dict(games=8, sizes=(20,), max_rounds=60, pages=True),
     # no replays for 384 games of 500 rounds: a review holds every candidate of every decision, about 44 KB a
     # decision, some 20 GB at this size (docs/loong-teacher-targets.md); the report then links nothing
-    "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, simulations=64, considered=16,
-                 replays=False),
+    "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, replays=False),
 }
+SHARD_GAMES = 64  # games a Parquet shard holds at most (a shard is written when its games are in)
 
 
 def profile_config(profile: str, **overrides) -> TargetsConfig:
@@ -127,22 +125,25 @@ def known_opponents() -> list[str]:
 
 def check_config(cfg: TargetsConfig) -> None:
     """A bad setting raises TargetsError naming the field and its value."""
-    for name in ("games", "max_rounds", "simulations", "considered", "batch_games"):
+    from bot.core_teacher import LEAVES, MODELS, ROLLOUT_MAX
+
+    for name in ("games", "max_rounds", "units"):
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise TargetsError(f"{name}: must be an integer >= 1, got {v!r}")
     if cfg.games % 2:
         raise TargetsError(f"games: must be even (each map twice, sides swapped), got {cfg.games}")
-    if cfg.batch_games % 2:
-        raise TargetsError(f"batch_games: must be even (a map's two games share a batch), got {cfg.batch_games}")
-    if not isinstance(cfg.info_simulations, int) or isinstance(cfg.info_simulations, bool) or cfg.info_simulations < 0:
-        raise TargetsError(f"info_simulations: must be an integer >= 0, got {cfg.info_simulations!r}")
-    if cfg.info_simulations == 1:
-        raise TargetsError("info_simulations: 1 rollout cannot value two actions; use 0 (no test) or >= 2")
-    if not isinstance(cfg.rollout_rounds, int) or cfg.rollout_rounds < 0:
-        raise TargetsError(f"rollout_rounds: must be an integer >= 0, got {cfg.rollout_rounds!r}")
-    if cfg.rollout_policy not in ROLLOUT_POLICIES:
-        raise TargetsError(f"rollout_policy: {cfg.rollout_policy!r} is not one of {', '.join(ROLLOUT_POLICIES)}")
+    if not isinstance(cfg.info_units, int) or isinstance(cfg.info_units, bool) or cfg.info_units < 0:
+        raise TargetsError(f"info_units: must be an integer >= 0, got {cfg.info_units!r}")
+    if not isinstance(cfg.rollout_rounds, int) or not 0 <= cfg.rollout_rounds <= ROLLOUT_MAX:
+        raise TargetsError(f"rollout_rounds: must be an integer in 0..{ROLLOUT_MAX}, got {cfg.rollout_rounds!r}")
+    if cfg.model not in MODELS:
+        raise TargetsError(f"model: {cfg.model!r} is not one of {', '.join(MODELS)}")
+    if cfg.leaf not in LEAVES:
+        raise TargetsError(f"leaf: {cfg.leaf!r} is not one of {', '.join(LEAVES)}")
+    w = tuple(cfg.weights)
+    if len(w) != 3 or not all(isinstance(x, int) and 0 <= x <= 64 for x in w) or not any(w):
+        raise TargetsError(f"weights: want three integers of 0..64, not all 0, got {cfg.weights!r}")
     if cfg.plays not in PLAYS:
         raise TargetsError(f"plays: {cfg.plays!r} is not one of {', '.join(PLAYS)}")
     for name in ("gumbel", "replays", "pages"):
@@ -184,7 +185,7 @@ def game_spec(cfg: TargetsConfig, g: int) -> GameSpec:
     no, ns = len(cfg.opponents), len(cfg.sizes)
     opponent = cfg.opponents[p % no]
     size = cfg.sizes[(p // no) % ns]
-    symmetry = SYMS[(p + p // no) % len(SYMS)]
+    symmetry = SYMMETRIES[(p + p // no) % len(SYMMETRIES)]
     base = cfg.seed * 1_000_003
     if opponent == SELF:
         return GameSpec(g, size, symmetry, base + p + (g % 2) * 250_000, base + 500_000 + g, opponent, (0, 1))
@@ -282,7 +283,6 @@ class TargetsResult:
     mean_value_lost: float  # over the decisions with a value lost (both actions searched); NaN when none
     seconds: float
     config: dict = field(default_factory=dict)
-    replay_seconds: float = 0.0  # of ``seconds``: writing the replays, reviews and pages
 
     def summary(self) -> dict:
         from collections import Counter
@@ -291,7 +291,7 @@ class TargetsResult:
         return {"decisions": self.decisions, "games": self.games, "departures": self.departures,
                 "departure_rate": self.departures / self.decisions if self.decisions else 0.0,
                 "mean_value_lost": None if math.isnan(self.mean_value_lost) else self.mean_value_lost,
-                "seconds": round(self.seconds, 2), "replay_seconds": round(self.replay_seconds, 2),
+                "seconds": round(self.seconds, 2),
                 "decisions_per_second": self.decisions / self.seconds if self.seconds > 0 else 0.0,
                 "results": {f"{o} {r}": n for (o, r), n in sorted(tally.items())},
                 "shards": [str(p) for p in self.paths]}
@@ -313,23 +313,35 @@ def _opponent_factory(name: str, student, cache: dict):
 
 
 class _Decision(NamedTuple):
-    """A student decision waiting for the teacher's search."""
+    """A student decision waiting for the teacher's search: its candidate records grouped into actions."""
 
-    lane: int
     dragon: int
     round: int
     inputs: object  # bot.core_inputs.TurnInputs
     records: np.ndarray
-    cand: np.ndarray  # [A, 2 + cap] the distinct actions
+    actions: list  # [A] the distinct actions of the records (engine actions), in the order of their first record
     group: np.ndarray  # [n] each record's action
     logits: np.ndarray  # [n] the student's (-inf: no tap)
-    legal: np.ndarray  # [A]
+    legal: np.ndarray  # [A] searched: prior mass or a primitive (``action_legal``)
     action_logits: np.ndarray  # [A]
     action: object  # what the student played
     played: int  # its action index (-1: none of the records)
 
 
-def _decision(lane: int, dragon: int, rnd: int, bot, action, cap: int, score_exp: int, encode_action) -> _Decision:
+def record_actions(records: np.ndarray) -> tuple[list, np.ndarray]:
+    """``(actions [A], group [n])``: the records' distinct actions as the engine's (``Move``, ``Sprint``, ``Split``)
+    in the order of their first record (``record_rows``' grouping), and each record's action index."""
+    from games.loong.actions import Move, Split, Sprint
+
+    rows, group = record_rows(records)
+    out = []
+    for r in rows.tolist():
+        kind, arg = r[0], r[1]
+        out.append(Move(arg) if kind == MOVE else Split(arg) if kind == SPLIT else Sprint(tuple(r[2: 2 + arg])))
+    return out, group
+
+
+def _decision(dragon: int, rnd: int, bot, action, score_exp: int) -> _Decision:
     from bot.core_candidates import parse_records
 
     t = bot.inputs()
@@ -337,15 +349,14 @@ def _decision(lane: int, dragon: int, rnd: int, bot, action, cap: int, score_exp
     recs = parse_records(t.records)
     if len(recs) != len(scores) or len(recs) == 0:
         raise RuntimeError(f"dragon {dragon} round {rnd}: {len(recs)} candidate records, {len(scores)} scores")
-    cand, group = record_rows(recs, cap)
+    actions, group = record_actions(recs)
     logits = record_logits(scores, score_exp)
-    legal = action_legal(recs, logits, group, len(cand))
-    alog = action_logits(logits, group, len(cand))
+    legal = action_legal(recs, logits, group, len(actions))
+    alog = action_logits(logits, group, len(actions))
     if not np.isfinite(alog[legal]).any():
         alog = np.where(legal, 0.0, -np.inf)  # no record has a tap: uniform over the searched actions
-    played = tuple(encode_action(action, cap))
-    hit = [i for i, r in enumerate(cand.tolist()) if tuple(r) == played]
-    return _Decision(lane, dragon, rnd, t, recs, cand, group, logits, legal, alog, action, hit[0] if hit else -1)
+    played = actions.index(action) if action in actions else -1
+    return _Decision(dragon, rnd, t, recs, actions, group, logits, legal, alog, action, played)
 
 
 def hidden_enemies(game: Game, dragon: int, team_view: bool = False) -> list[int]:
@@ -373,102 +384,97 @@ def hidden_enemies(game: Game, dragon: int, team_view: bool = False) -> list[int
     return hidden
 
 
-def information_test(cfg: TargetsConfig, sim, games: Sequence[Game], todo: Sequence[_Decision],
-                     pairs: Sequence[tuple[int, int, int]], value) -> np.ndarray:
-    """``[len(pairs), 3]`` float32: for each departure ``(j, teacher's action, student's action)`` of decision
-    ``todo[j]``, q(teacher's) - q(student's) from ``cfg.info_simulations / 2`` rollouts of each of the two actions
-    (``rollout_values``: the search's rollout rule, rounds, leaf value and decision seeds, so the two actions and
-    the three states share their draws), on the true state, the dragon's sight state and its team's
-    (``hidden_enemies`` taken out by ``LoongSim.remove``). A certain death gets its rollouts too. One batch."""
-    n = len(pairs)
-    lanes = [todo[j].lane for j, _, _ in pairs]
-    fork = sim.fork(lanes * 3)
-    out_lanes, out_ids = [], []
-    for view in (1, 2):
-        for k, (j, _, _) in enumerate(pairs):
-            d = todo[j]
-            for i in hidden_enemies(games[d.lane], d.dragon, team_view=view == 2):
-                out_lanes.append(view * n + k)
-                out_ids.append(i)
-    fork.remove(out_lanes, out_ids)
-    W = 2 + sim.cap
-    cand = torch.zeros(3 * n, 2, W, dtype=torch.int64)
-    for k, (j, a, b) in enumerate(pairs):
-        for view in range(3):
-            cand[view * n + k, 0] = torch.from_numpy(todo[j].cand[a])
-            cand[view * n + k, 1] = torch.from_numpy(todo[j].cand[b])
-    lanes3 = torch.arange(3 * n, device=sim.device)
-    v = rollout_values(fork, lanes3, cand.to(sim.device), rounds=cfg.rollout_rounds,
-                       rollouts=cfg.info_simulations // 2, seed=decision_seeds(fork, lanes3, cfg.seed), value=value,
-                       policy=cfg.rollout_policy)
-    q = v.mean.cpu().numpy().astype(np.float32)
-    return (q[:, 0] - q[:, 1]).reshape(3, n).T.copy()
+def without(game: Game, ids: Sequence[int]) -> Game:
+    """A copy of ``game`` with the living dragons ``ids`` taken out without the rules' death: their cells left empty
+    (no pearls), their team's count down, mid-round included (the round's queue skips them). Not a rule: the
+    information test's determinisation edit; a team's last dragon is never taken (ValueError)."""
+    g = game.clone()
+    for i in ids:
+        d = g.dragons[i]
+        if not d.alive:
+            raise ValueError(f"without: dragon {i} is not living")
+        if g.living[d.team] <= 1:
+            raise ValueError(f"without: dragon {i} is its team's last")
+        for c in d.body:
+            g.occ[c] = -1
+        d.body.clear()
+        d.alive, d.died, d.cause = False, g.round, "removed"
+        g.living[d.team] -= 1
+    return g
 
 
-def _search_rows(cfg: TargetsConfig, sim, specs: Sequence[GameSpec], todo: Sequence[_Decision], value,
-                 games: Sequence[Game]) -> list[dict]:
-    """One ``search`` over every waiting decision's lane (the actions padded to the widest, legal=False), then the
-    information test of its departures, then the rows (after_head, after_heading and outcome filled in later)."""
-    from bot.core_candidates import GEN_PRIMITIVE
-
-    n, A, W = len(todo), max(len(d.cand) for d in todo), 2 + sim.cap
-    cand = torch.zeros(n, A, W, dtype=torch.int64)
-    legal = torch.zeros(n, A, dtype=torch.bool)
-    logits = torch.zeros(n, A, dtype=torch.float32)
-    gumbel = torch.zeros(n, A, dtype=torch.float32) if cfg.gumbel else None
-    for j, d in enumerate(todo):
-        k = len(d.cand)
-        cand[j, :k] = torch.from_numpy(d.cand)
-        legal[j, :k] = torch.from_numpy(d.legal)
-        logits[j, :k] = torch.from_numpy(d.action_logits.astype(np.float32))
-        if gumbel is not None:  # one generator a decision: (seed, game, round, dragon)
-            rng = np.random.default_rng([cfg.seed, specs[d.lane].game, d.round, d.dragon])
-            gumbel[j, :k] = torch.from_numpy(rng.gumbel(size=k).astype(np.float32))
-    dev = sim.device
-    dec = search(sim, [d.lane for d in todo], cand.to(dev), legal.to(dev), logits=logits.to(dev),
-                 simulations=cfg.simulations, considered=cfg.considered, rounds=cfg.rollout_rounds, seed=cfg.seed,
-                 value=value, gumbel=None if gumbel is None else gumbel.to(dev), policy=cfg.rollout_policy)
-    q_all, v_all = dec.values.cpu().numpy(), dec.visits.cpu().numpy()
-    p_all, c_all = dec.policy.cpu().numpy().astype(np.float64), dec.choice.cpu().numpy()
-    pairs = [(j, int(c_all[j]), d.played) for j, d in enumerate(todo)
-             if d.played >= 0 and int(c_all[j]) != d.played and v_all[j, int(c_all[j])] > 0 and v_all[j, d.played] > 0]
-    margins = {}
-    if pairs and cfg.info_simulations:
-        m_all = information_test(cfg, sim, games, todo, pairs, value)
-        margins = {j: m_all[k] for k, (j, _, _) in enumerate(pairs)}
-    nan3 = np.full(3, np.nan, np.float32)
-    out = []
-    for j, d in enumerate(todo):
-        k, spec, group = len(d.cand), specs[d.lane], d.group
-        q, visits, pol, choice = q_all[j, :k], v_all[j, :k], p_all[j, :k], int(c_all[j])
-        pol = pol / pol.sum() if pol.sum() > 0 else np.where(d.legal, 1.0 / d.legal.sum(), 0.0)
-        prior = softmax(d.logits)
-        mine = group == d.played
-        lost = (float(q[choice] - q[d.played]) if d.played >= 0 and visits[choice] > 0 and visits[d.played] > 0
-                else float("nan"))
-        t = d.inputs
-        out.append({"game": spec.game, "dragon": d.dragon, "team": None, "round": d.round, "bot": STUDENT,
-                    "played_by": STUDENT,
-                    "width": spec.size, "height": spec.size, "symmetry": spec.symmetry,
-                    "action": action_code(d.action),
-                    "played_action": action_code(d.action), "after_head": -1, "after_heading": -1, "crop": t.crop,
-                    "overview": t.overview, "scalars": t.scalars, "candidates": t.records, "features": t.features,
-                    "taps": t.taps, "candidate_count": t.count,
-                    "chosen": int(np.flatnonzero(mine)[0]) if d.played >= 0 else -1,
-                    "generator_match": bool(np.any(mine & (d.records["generator"] != GEN_PRIMITIVE))), "outcome": 0,
-                    "prior": prior.astype(np.float32).tobytes(),
-                    "teacher_q": q[group].astype(np.float32).tobytes(),
-                    "teacher_visits": np.minimum(visits[group], 65535).astype(np.uint16).tobytes(),
-                    "teacher_policy": split_policy(pol, prior, group).astype(np.float32).tobytes(),
-                    "teacher_choice": int(np.flatnonzero(group == choice)[0]), "teacher_value": float(q[choice]),
-                    "value_lost": lost, **dict(zip(("margin_full", "margin_sight", "margin_team"),
-                                                      map(float, margins.get(j, nan3)), strict=True))})
+def information_test(info, game: Game, d: _Decision, teacher_action, student_action) -> np.ndarray:
+    """``[3]`` float32: q(teacher's action) - q(student's action) from a search of those two actions only
+    (``info``: a NativeTeacher, its units the test's budget), on the true state, the dragon's sight state and its
+    team's (``hidden_enemies`` taken out by ``without``). A certain death is searched too."""
+    out = np.empty(3, np.float32)
+    for view in range(3):
+        g = game if view == 0 else without(game, hidden_enemies(game, d.dragon, team_view=view == 2))
+        r = info.decide(g, d.dragon, [teacher_action, student_action], only=True)
+        out[view] = r.q[r.index(teacher_action)] - r.q[r.index(student_action)]
     return out
 
 
+def search_row(cfg: TargetsConfig, teacher, info, game: Game, d: _Decision, spec: GameSpec) -> tuple[dict, object]:
+    """The teacher's search of decision ``d`` on ``game`` (its actor's turn; ``teacher``: a NativeTeacher): the root
+    is the teacher's own listing (moves, splits, sprints by end cell) plus the student's scored actions (those the
+    network's prior reaches, best first, at most ``GIVEN`` with the one it played); the row (after_head,
+    after_heading and outcome filled in later) and the teacher's chosen action (played when ``cfg.plays`` is
+    "teacher"). The improved policy is over the student's actions (their logits the prior); ``teacher_choice`` is
+    the first record of the teacher's action, -1 when no record holds it (a candidate gap: ``value_lost`` still
+    measures it); ``info`` (None: no test) tests a departure's information (``information_test``)."""
+    from bot.core_candidates import GEN_PRIMITIVE
+    from bot.core_teacher import GIVEN, improved_policy
+
+    scored = np.flatnonzero(np.isfinite(d.action_logits) & d.legal)
+    scored = scored[np.argsort(-d.action_logits[scored], kind="stable")][: GIVEN - 1]
+    given = [d.actions[i] for i in sorted({*scored.tolist(), *([d.played] if d.played >= 0 else [])})]
+    dec = teacher.decide(game, d.dragon, given)
+    idx = np.array([dec.index(a) for a in d.actions], np.int64)
+    there = idx >= 0
+    at = np.where(there, idx, 0)
+    visits = np.where(there, dec.visits[at], 0)
+    q = np.where(visits > 0, dec.q[at], np.nan)
+    usable = d.legal & there & dec.considered[at]
+    if not usable.any():
+        usable = d.legal & there
+    prior_ok = usable & np.isfinite(d.action_logits)
+    if prior_ok.any():
+        usable = prior_ok
+    pol = improved_policy(np.where(visits > 0, q, 0.0), visits, usable,
+                          np.where(np.isfinite(d.action_logits), d.action_logits, 0.0))
+    chosen = dec.action
+    tc_action = d.actions.index(chosen) if chosen in d.actions else -1
+    played_root = dec.index(d.action)
+    lost = float("nan")
+    if played_root >= 0 and dec.visits[dec.chosen] > 0 and dec.visits[played_root] > 0:
+        lost = 0.0 if played_root == dec.chosen else float(dec.q[dec.chosen] - dec.q[played_root])
+    margins = np.full(3, np.nan, np.float32)
+    if info is not None and played_root >= 0 and played_root != dec.chosen and np.isfinite(lost):
+        margins = information_test(info, game, d, chosen, d.action)
+    prior = softmax(d.logits)
+    group = d.group
+    mine = group == d.played
+    t = d.inputs
+    row = {"game": spec.game, "dragon": d.dragon, "team": game.dragons[d.dragon].team, "round": d.round,
+           "bot": STUDENT, "played_by": STUDENT, "width": spec.size, "height": spec.size, "symmetry": spec.symmetry,
+           "action": action_code(d.action), "played_action": action_code(d.action), "after_head": -1,
+           "after_heading": -1, "crop": t.crop, "overview": t.overview, "scalars": t.scalars,
+           "candidates": t.records, "features": t.features, "taps": t.taps, "candidate_count": t.count,
+           "chosen": int(np.flatnonzero(mine)[0]) if d.played >= 0 else -1,
+           "generator_match": bool(np.any(mine & (d.records["generator"] != GEN_PRIMITIVE))), "outcome": 0,
+           "prior": prior.astype(np.float32).tobytes(),
+           "teacher_q": q[group].astype(np.float32).tobytes(),
+           "teacher_visits": np.minimum(visits[group], 65535).astype(np.uint16).tobytes(),
+           "teacher_policy": split_policy(pol, prior, group).astype(np.float32).tobytes(),
+           "teacher_choice": int(np.flatnonzero(group == tc_action)[0]) if tc_action >= 0 else -1,
+           "teacher_value": float(dec.q[dec.chosen]), "value_lost": lost,
+           **dict(zip(("margin_full", "margin_sight", "margin_team"), map(float, margins), strict=True))}
+    return row, chosen
+
+
 class _RecordingGame(Game):
-    """A reference game that keeps each turn as a replay stores it (``TurnRecord``; lockstep plays it through
-    ``turn``). Its clones are plain games."""
+    """A reference game that keeps each turn as a replay stores it (``TurnRecord``). Its clones are plain games."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -481,119 +487,91 @@ class _RecordingGame(Game):
         self.records.append(TurnRecord.of(self.round, dragon_id, action, sonar, out))
         return out
 
+    def clone(self) -> Game:
+        g = super().clone()
+        g.__class__ = Game
+        del g.records
+        return g
+
 
 @dataclass
 class GameRecord:
-    """What a game's replay and review are written from (``play_batch(record=...)``): the finished reference game
-    (its turns in ``records``) and, per student decision (dragon, round), the raw value, the record logits and the
-    student's own pick (``decision()``'s index)."""
+    """What a game's replay and review are written from: the finished reference game (its turns in ``records``)
+    and, per student decision (dragon, round), the raw value, the record logits and the student's own pick
+    (``decision()``'s index)."""
 
     game: Game
     notes: dict[tuple[int, int], tuple[int, np.ndarray, int]]
 
 
-def play_batch(cfg: TargetsConfig, specs: Sequence[GameSpec], student, score_exp: int, *, value=None,
-               device: str = "cpu", factories: dict | None = None,
-               record: dict[int, GameRecord] | None = None) -> tuple[dict[int, list[dict]], list[dict]]:
-    """The games ``specs`` (one board side) in one lockstep batch; returns (rows by game, one result a game).
-    ``record``: filled with each game's ``GameRecord`` (for its replay and review)."""
+def teachers(cfg: TargetsConfig, spec: GameSpec):
+    """``(teacher, info)``: the game's NativeTeachers, seeded by its match seed (the search's and the information
+    test's; info None when ``cfg.info_units`` is 0)."""
+    from bot.core_teacher import NativeTeacher
+
+    kw = dict(rollout_rounds=cfg.rollout_rounds, seed=spec.seed, weights=cfg.weights, leaf=cfg.leaf)
+    teacher = NativeTeacher(cfg.units, cfg.model, gumbel=cfg.gumbel, **kw)
+    info = NativeTeacher(cfg.info_units, cfg.model, **kw) if cfg.info_units else None
+    return teacher, info
+
+
+def play_game(cfg: TargetsConfig, spec: GameSpec, student, score_exp: int, *, factories: dict | None = None,
+              record: bool = False) -> tuple[list[dict], dict, GameRecord | None]:
+    """Game ``spec`` on the reference engine: ``(rows, result, record)``. Every student decision (a dragon of
+    ``spec.student_teams`` whose turn the core accepted) is searched by the teacher (``search_row``); the student's
+    move is played, or the teacher's with ``cfg.plays`` "teacher". ``record``: the game's ``GameRecord`` too (for
+    its replay and review)."""
     from games.loong.bots import _Seat, ask_bot, standings
     from games.loong.observation import observe as observe_reference
-    from gpu.loong_diff import lockstep
-    from gpu.loong_sim import decode_action, encode_action
 
     factories = {} if factories is None else factories
-    ref = [_RecordingGame(game_map(s), s.seed, cfg.max_rounds) for s in specs]
-    notes: dict[int, dict] = {s.game: {} for s in specs}
-    lane_of = {id(g): b for b, g in enumerate(ref)}
-    opp = [_opponent_factory(s.opponent, student, factories) for s in specs]
-    seats: list[dict[int, _Seat]] = [{} for _ in ref]  # every dragon's bot, seated at its first turn
-    rows: dict[int, list[dict]] = {s.game: [] for s in specs}
-    pending: dict[int, dict] = {}  # lane -> the row whose head after the turn is read at the next step
-
-    def seat(b: int, g: Game, a: int) -> _Seat:
-        if a not in seats[b]:
+    g = _RecordingGame(game_map(spec), spec.seed, cfg.max_rounds)
+    opp = _opponent_factory(spec.opponent, student, factories)
+    teacher, info = teachers(cfg, spec)
+    seats: dict[int, _Seat] = {}
+    rows: list[dict] = []
+    notes: dict = {}
+    while not g.over:
+        g.begin_round()
+        while (a := g.next_actor()) is not None:
             team = g.dragons[a].team
-            factory = student if team in specs[b].student_teams else opp[b]
-            seats[b][a] = _Seat(factory, a, team, specs[b].seed)
-        return seats[b][a]
-
-    def settle() -> None:  # the engine's head and heading after each pending decision (-1: it died)
-        for b, row in pending.items():
-            d = ref[b].dragons[row["dragon"]]
-            row["after_head"], row["after_heading"] = (d.body[0], d.heading) if d.alive else (-1, -1)
-        pending.clear()
-
-    def decide(sim, games_, actors):
-        settle()
-        picks: dict[int, tuple] = {}
-        todo: list[_Decision] = []
-        for b, a in enumerate(actors):
-            if a is None or games_[b].dragons[a].team not in specs[b].student_teams:
-                continue
-            g = games_[b]
-            st = seat(b, g, a)
+            mine = team in spec.student_teams
+            if a not in seats:
+                seats[a] = _Seat(student if mine else opp, a, team, spec.seed)
+            st = seats[a]
             action, sonar = ask_bot(st, observe_reference(g, a), g)
-            picks[b] = (action, sonar)
-            if st.bot is None or isinstance(action, Forfeit) or st.bot.last_code != 0:
-                continue  # a failed student turn (or an observation the core refused): nothing recorded
-            todo.append(_decision(b, a, g.round, st.bot, action, sim.cap, score_exp, encode_action))
-            if record is not None:  # the student's own pick and the value it saw, for its review
-                own, raw_value, _ = st.bot.decision()
-                notes[specs[b].game][(a, g.round)] = (int(raw_value), todo[-1].logits, int(own))
-        if todo:
-            for d, row in zip(todo, _search_rows(cfg, sim, specs, todo, value, games_), strict=True):
-                row["team"] = games_[d.lane].dragons[d.dragon].team
-                rows[specs[d.lane].game].append(row)
-                pending[d.lane] = row
-                if cfg.plays == "teacher":  # the search's choice, with the student's sonar
-                    g, dragon = games_[d.lane], games_[d.lane].dragons[d.dragon]
-                    act = d.cand[d.group[row["teacher_choice"]]].tolist()
-                    picks[d.lane] = (decode_action(act, len(dragon.body), g.living[dragon.team], sim.cap),
-                                     picks[d.lane][1])
-        return picks
-
-    def the_bot(g, a, rng):
-        b = lane_of[id(g)]
-        return ask_bot(seat(b, g, a), observe_reference(g, a), g)
-
-    lockstep(ref, the_bot, cfg.seed, decide=decide, device=device, sprint_cap=SPRINT_CAP, inbox=INBOX)
-    settle()
-    results = []
-    for spec, g in zip(specs, ref, strict=True):
-        winner = g.result.winner
-        for row in rows[spec.game]:
-            row["outcome"] = 0 if winner is None else (1 if winner == row["team"] else -1)
-        rows[spec.game].sort(key=lambda r: (r["dragon"], r["round"]))
-        if spec.opponent == SELF:
-            verdict = "self"
-        else:
-            verdict = "draw" if winner is None else ("win" if winner == spec.student_teams[0] else "loss")
-        results.append({"game": spec.game, "size": spec.size, "symmetry": spec.symmetry, "opponent": spec.opponent,
-                        "student_teams": list(spec.student_teams), "result": verdict,
-                        "winner": winner, "rounds": g.round, "reason": g.result.reason,
-                        "standings": {str(k): v for k, v in standings(g).items()},
-                        "decisions": len(rows[spec.game])})
-        if record is not None:
-            record[spec.game] = GameRecord(g, notes[spec.game])
-    return rows, results
+            row = None
+            if mine and st.bot is not None and not isinstance(action, Forfeit) and st.bot.last_code == 0:
+                d = _decision(a, g.round, st.bot, action, score_exp)
+                row, chosen = search_row(cfg, teacher, info, g, d, spec)
+                rows.append(row)
+                if record:  # the student's own pick and the value it saw, for its review
+                    own, raw_value, _ = st.bot.decision()
+                    notes[(a, g.round)] = (int(raw_value), d.logits, int(own))
+                if cfg.plays == "teacher":
+                    action = chosen
+            g.turn(a, action, sonar)
+            if row is not None:
+                me = g.dragons[a]
+                row["after_head"], row["after_heading"] = (me.body[0], me.heading) if me.alive else (-1, -1)
+        g.end_round()
+    winner = g.result.winner
+    for row in rows:
+        row["outcome"] = 0 if winner is None else (1 if winner == row["team"] else -1)
+    rows.sort(key=lambda r: (r["dragon"], r["round"]))
+    if spec.opponent == SELF:
+        verdict = "self"
+    else:
+        verdict = "draw" if winner is None else ("win" if winner == spec.student_teams[0] else "loss")
+    result = {"game": spec.game, "size": spec.size, "symmetry": spec.symmetry, "opponent": spec.opponent,
+              "student_teams": list(spec.student_teams), "result": verdict, "winner": winner, "rounds": g.round,
+              "reason": g.result.reason, "standings": {str(k): v for k, v in standings(g).items()},
+              "decisions": len(rows)}
+    return rows, result, GameRecord(g, notes) if record else None
 
 
 def encode_rows(rows: Sequence[dict]) -> pa.Table:
     return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA)
-
-
-def batches(cfg: TargetsConfig) -> list[list[GameSpec]]:
-    """The lockstep batches: the games grouped by board side (in game order), at most ``batch_games`` each."""
-    by_size: dict[int, list[GameSpec]] = {}
-    for g in range(cfg.games):
-        s = game_spec(cfg, g)
-        by_size.setdefault(s.size, []).append(s)
-    out = []
-    for size in sorted(by_size):
-        specs = by_size[size]
-        out += [specs[i: i + cfg.batch_games] for i in range(0, len(specs), cfg.batch_games)]
-    return out
 
 
 # -- each game's replay, review and page ----------------------------------------------------------------------------
@@ -655,21 +633,24 @@ def review_decisions(cfg: TargetsConfig, rows: Sequence[dict], rec: GameRecord, 
             played = own if chosen >= 0 and 0 <= own < len(recs) and group[own] == group[chosen] else chosen
         top = int(np.argmax(prior)) if prior.sum() > 0 else -1
         logit = raw * 2.0 ** -value_exp
-        review = TeacherReview(*(_choice(cands, q, tc, i) for i in (played, top, tc)))
+        tv = float(row["teacher_value"])
+        review = TeacherReview(*(_choice(cands, q, tc, tv, i) for i in (played, top, tc)))
         out.append((turns[key][0], Decision(
             row["round"], row["dragon"], row["team"], row["bot"], sigmoid(logit), logit,
-            None if played < 0 else played, played_json(turns[key][1].action), cands, cfg.simulations, review)))
+            None if played < 0 else played, played_json(turns[key][1].action), cands,
+            int(visits[np.unique(record_rows(recs)[1], return_index=True)[1]].sum()), review)))
     return [d for _, d in sorted(out, key=lambda kd: kd[0])]
 
 
-def _choice(cands: list, q: np.ndarray, tc: int, i: int):
-    """Candidate ``i``'s side of a teacher review: its option, Q and value lost (q[tc] - q[i], float32 as the row's
-    value_lost; 0 for the teacher's own choice); no candidate when ``i`` < 0."""
+def _choice(cands: list, q: np.ndarray, tc: int, tv: float, i: int):
+    """Candidate ``i``'s side of a teacher review: its option, Q and value lost (the teacher's value ``tv`` - q[i],
+    float32 as the row's value_lost; 0 for the teacher's own choice); no candidate when ``i`` < 0 (the teacher's
+    action held by no record: a candidate gap)."""
     from ops.loong_review import Choice
 
     if i < 0:
         return Choice(None, "wander")
-    return Choice(i, cands[i].option, _none_if_nan(q[i]), 0.0 if i == tc else _none_if_nan(q[tc] - q[i]))
+    return Choice(i, cands[i].option, _none_if_nan(q[i]), 0.0 if i == tc else _none_if_nan(np.float32(tv) - q[i]))
 
 
 def write_game(cfg: TargetsConfig, spec: GameSpec, rows: Sequence[dict], rec: GameRecord, folder: Path, net) -> dict:
@@ -689,8 +670,8 @@ def write_game(cfg: TargetsConfig, spec: GameSpec, rows: Sequence[dict], rec: Ga
     stem = replay_stem_of(cfg, spec)
     json_path, _ = save_replay(match, folder / stem)
     who = {"bot": STUDENT, "network": digest(net), "shape": net.shape.name, "plays": cfg.plays,
-           "teacher": {"simulations": cfg.simulations, "considered": cfg.considered, "gumbel": cfg.gumbel,
-                       "rollout_rounds": cfg.rollout_rounds, "rollout_policy": cfg.rollout_policy}}
+           "teacher": {"units": cfg.units, "model": cfg.model, "leaf": cfg.leaf, "weights": list(cfg.weights),
+                       "gumbel": cfg.gumbel, "rollout_rounds": cfg.rollout_rounds}}
     decisions = review_decisions(cfg, rows, rec, net.value_exp)
     review = save_review(decisions, json_path, reviewers={t: who for t in spec.student_teams})
     page = None
@@ -716,22 +697,42 @@ def _clear_replays(folder: Path) -> None:
         folder.rmdir()
 
 
-def run(cfg: TargetsConfig, network_path, out_dir, *, value=None, progress: Callable[[str], None] | None = None,
-        device: str = "cpu", student=None) -> TargetsResult:
-    """Play every batch (``batches``), write one shard a batch as ``out_dir/part-<first game, 6 digits>.parquet``
-    plus ``config.json`` and ``games.json``, read the shards back (``load_targets``) and sum them up. With
-    ``cfg.replays``, each game's replay and review (and with ``cfg.pages`` its page) go to ``out_dir/replays``
-    (``write_game``; games.json names them).
-    ``network_path``: the student's int8 network (``bot.int8_expert.load``: ValueError naming the file); ``value``:
-    the rollouts' leaf value hook (``gpu.loong_rollout.rollout_values``); ``student``: a factory wrapping the
-    network's native expert-0 (``student(expert0_factory(net))``; its bots must expose ``inputs``, ``decision``
-    and ``last_code``), default the native build itself."""
+def _game_item(cfg: TargetsConfig, spec: GameSpec, network_path: str, network_digest: str, folder: str | None,
+               student_wrap=None, *, seed: int) -> tuple[list[dict], dict]:
+    """One game as a work item (``ops.execution``): the network loaded once a worker (``cached`` by its digest),
+    the game played (``play_game``), its replay and review written to ``folder`` (None: none); ``(rows, result)``."""
     from bot.expert0 import expert0_factory
+    from bot.int8_expert import load as load_network
+    from ops.execution import cached
+
+    net = cached(f"int8-network:{network_digest}", lambda: load_network(network_path))
+    native = expert0_factory(net)
+    student = native if student_wrap is None else student_wrap(native)
+    rows, result, rec = play_game(cfg, spec, student, net.score_exp, record=folder is not None)
+    result.update(write_game(cfg, spec, rows, rec, Path(folder), net) if rec is not None
+                  else {"replay": None, "review": None, "page": None})
+    return rows, result
+
+
+def run(cfg: TargetsConfig, network_path, out_dir, *, executor=None, progress: Callable[[str], None] | None = None,
+        student=None) -> TargetsResult:
+    """Play every game (``game_spec``), each a work item on ``executor`` (default: in this process); write one shard
+    a ``SHARD_GAMES`` games as ``out_dir/part-<first game, 6 digits>.parquet`` plus ``config.json`` and
+    ``games.json``, read the shards back (``load_targets``) and sum them up. With ``cfg.replays``, each game's replay
+    and review (and with ``cfg.pages`` its page) go to ``out_dir/replays`` (``write_game``; games.json names them).
+    ``network_path``: the student's int8 network (``bot.int8_expert.load``: ValueError naming the file);
+    ``student``: a factory wrapping the network's native expert-0 (``student(expert0_factory(net))``; its bots must
+    expose ``inputs``, ``decision`` and ``last_code``; in-process only), default the native build itself."""
     from bot.int8_expert import digest
     from bot.int8_expert import load as load_network
+    from ops.execution import InProcessExecutor, WorkItem, gather
 
     check_config(cfg)
+    executor = InProcessExecutor() if executor is None else executor
+    if student is not None and executor.backend != "inprocess":
+        raise TargetsError("student: a wrapped student plays in this process only (executor 'inprocess')")
     net = load_network(network_path)
+    net_digest = digest(net)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("part-*.parquet"):
@@ -740,42 +741,40 @@ def run(cfg: TargetsConfig, network_path, out_dir, *, value=None, progress: Call
     _clear_replays(folder)
     if cfg.replays:
         folder.mkdir(exist_ok=True)
-    native = expert0_factory(net)
-    student = native if student is None else student(native)
-    factories: dict = {}
+    specs = [game_spec(cfg, g) for g in range(cfg.games)]
+    items = [WorkItem(f"targets game {s.game}", _game_item,
+                      (cfg, s, str(network_path), net_digest, str(folder) if cfg.replays else None, student),
+                      seed=s.seed) for s in specs]
     t0 = time.perf_counter()
-    paths, results = [], []
-    plan = batches(cfg)
-    replay_seconds = 0.0
-    for i, specs in enumerate(plan):
-        record: dict[int, GameRecord] | None = {} if cfg.replays else None
-        rows, res = play_batch(cfg, specs, student, net.score_exp, value=value, device=device, factories=factories,
-                               record=record)
-        table = encode_rows([r for s in specs for r in rows[s.game]])
-        path = out / f"part-{specs[0].game:06d}.parquet"
-        pq.write_table(table, path, compression="zstd")
-        paths.append(path)
-        t1 = time.perf_counter()
-        for spec, r in zip(specs, res, strict=True):
-            r.update(write_game(cfg, spec, rows[spec.game], record[spec.game], folder, net) if record is not None
-                     else {"replay": None, "review": None, "page": None})
-        replay_seconds += time.perf_counter() - t1
-        results += res
+    decisions = [0]
+
+    def done(o, k: int, n: int) -> None:
+        if o.ok:
+            decisions[0] += len(o.value[0])
         if progress:
-            progress(f"batch {i + 1}/{len(plan)}: {len(specs)} games of {specs[0].size}x{specs[0].size}, "
-                     f"{table.num_rows} decisions, {time.perf_counter() - t0:.1f} s")
+            progress(f"game {k}/{n} ({o.name}{'' if o.ok else ' FAILED'}): {decisions[0]} decisions, "
+                     f"{time.perf_counter() - t0:.1f} s")
+
+    played = gather(executor, items, done)
     seconds = time.perf_counter() - t0
+    paths, results = [], []
+    for i in range(0, len(specs), SHARD_GAMES):
+        chunk = played[i: i + SHARD_GAMES]
+        path = out / f"part-{specs[i].game:06d}.parquet"
+        pq.write_table(encode_rows([r for rows, _ in chunk for r in rows]), path, compression="zstd")
+        paths.append(path)
+        results += [res for _, res in chunk]
     results.sort(key=lambda r: r["game"])
-    doc = {**asdict(cfg), "network": str(network_path), "network_digest": digest(net)}
+    doc = {**asdict(cfg), "network": str(network_path), "network_digest": net_digest}
     (out / "config.json").write_text(json.dumps(doc, indent=1, sort_keys=True))
     (out / "games.json").write_text(json.dumps(results, indent=1, sort_keys=True))
     table = load_targets(out, columns=["chosen", "teacher_choice", "value_lost"])
     chosen, tc = table["chosen"].to_numpy(), table["teacher_choice"].to_numpy()
-    departures = int(np.sum(chosen != tc))  # both name the first record of their action
+    departures = int(np.sum(chosen != tc))  # both name the first record of their action (-1: none holds it)
     lost = table["value_lost"].to_numpy(zero_copy_only=False).astype(np.float64)
     lost = lost[~np.isnan(lost)]
     return TargetsResult(out, paths, table.num_rows, cfg.games, results, departures,
-                         float(lost.mean()) if len(lost) else float("nan"), seconds, asdict(cfg), replay_seconds)
+                         float(lost.mean()) if len(lost) else float("nan"), seconds, asdict(cfg))
 
 
 def load_targets(path, columns: Sequence[str] | None = None) -> pa.Table:
@@ -805,7 +804,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  "replays/")
     ap.add_argument("--seed", type=int, default=None, help="override the profile's seed")
     ap.add_argument("--games", type=int, default=None, help="override the profile's number of games (even)")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--workers", type=int, default=1, help="games played at once on a local process pool "
+                                                           "(default 1: in this process)")
     ap.add_argument("--replays", action=argparse.BooleanOptionalAction, default=None,
                     help="write each game's replay and review to OUT/replays (default: the profile's: test and small "
                          "on, full off)")
@@ -818,8 +818,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides = {k: v for k, v in (("seed", args.seed), ("games", args.games), ("replays", args.replays),
                                        ("pages", args.pages)) if v is not None}
         cfg = profile_config(args.profile, **overrides)
-        if args.threads < 1:
-            raise TargetsError(f"--threads: must be >= 1, got {args.threads}")
+        if args.workers < 1:
+            raise TargetsError(f"--workers: must be >= 1, got {args.workers}")
         if out.exists() and not out.is_dir():
             raise TargetsError(f"--out {out}: is a file, not a folder")
         from bot.int8_expert import load as load_network
@@ -828,8 +828,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             load_network(args.network)
         except ValueError as e:  # one line naming the file and the field
             raise TargetsError(f"--network {e}") from None
-        torch.set_num_threads(args.threads)
-        r = run(cfg, args.network, out, progress=lambda line: print(f"loong_teacher_targets: {line}", flush=True))
+        from ops.execution import make_executor
+
+        executor = make_executor("inprocess" if args.workers == 1 else "local", args.workers)
+        r = run(cfg, args.network, out, executor=executor,
+                progress=lambda line: print(f"loong_teacher_targets: {line}", flush=True))
     except TargetsError as e:
         print(f"loong_teacher_targets: {e}", file=sys.stderr)
         return 2
@@ -845,6 +848,7 @@ if __name__ == "__main__":
 
 
 __all__ = ["PROFILES", "SCHEMA", "SCHEMA_NAME", "SCHEMA_VERSION", "TARGET_FIELDS", "GameSpec", "TargetsConfig",
-           "TargetsError", "TargetsResult", "action_legal", "action_logits", "batches", "check_config", "game_spec",
-           "load_targets", "main", "play_batch", "profile_config", "record_logits", "record_rows", "replay_stem_of",
-           "review_decisions", "run", "side_names", "softmax", "split_policy", "vectors", "write_game"]
+           "TargetsError", "TargetsResult", "action_legal", "action_logits", "check_config", "game_spec",
+           "hidden_enemies", "information_test", "load_targets", "main", "play_game", "profile_config",
+           "record_actions", "record_logits", "record_rows", "replay_stem_of", "review_decisions", "run",
+           "search_row", "side_names", "softmax", "split_policy", "vectors", "without", "write_game"]

@@ -1,7 +1,7 @@
 """The value-lost report of a cycle's targets (issue 12 item 5; docs/loong-value-lost.md): every departure of the
 student from the teacher, the value it lost, and its cause, so the next cycle's work goes where the value is.
 
-    table = load_targets(targets_dir, columns=COLUMNS)   # ops.loong_teacher_targets (schema version 2)
+    table = load_targets(targets_dir, columns=COLUMNS)   # ops.loong_teacher_targets (schema version 4)
     causes = classify(table)                              # one CAUSES code a row
     doc = report(table, points=generator_points(20, 30, 1, 0))
     top = top_departures(table, 20)                       # the review's entry points
@@ -11,7 +11,8 @@ student from the teacher, the value it lost, and its cause, so the next cycle's 
 A **departure** is a searched row (``value_lost`` finite) whose teacher action is not the student's (the two
 records' actions differ as ``record_rows`` groups them). Exactly one cause a departure, in this order:
 
-1. **candidate**: no generator's record (harvest, escape) is the teacher's action: it exists only as a primitive;
+1. **candidate**: no generator's record (harvest, escape) is the teacher's action: it exists only as a primitive,
+   or no record at all (``teacher_choice`` -1: the native teacher's own listing found it);
 2. **information**: searched on the sight state (enemies out of the acting dragon's window taken out) the teacher
    no longer prefers its action (``margin_sight <= 0``); split by ``margin_team`` (a teammate's view supports it);
 3. **ranking**: a generator's candidate, still preferred on the dragon's own information, scored lower;
@@ -155,7 +156,9 @@ def analyse(table: pa.Table) -> Facts:
             text[i] = record_text(recs[at])
         if teacher[i] >= 0:
             teacher_kind[i] = int(recs[teacher[i]]["kind"])
-        departure[i] = searched[i] and chosen[i] >= 0 and teacher[i] >= 0 and group[chosen[i]] != group[teacher[i]]
+        departure[i] = searched[i] and chosen[i] >= 0 and (teacher[i] < 0 or group[chosen[i]] != group[teacher[i]])
+        if teacher[i] < 0:
+            teacher_text[i] = "(no candidate)"
     cause = np.full(n, NONE, np.int8)
     generator_option = (teacher_gens & ~(1 << GEN_PRIMITIVE)) != 0
     sight = margins["margin_sight"]

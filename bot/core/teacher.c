@@ -164,17 +164,58 @@ static void list_sprints(core_teacher *t, const core_sim *s, const core_sim_map 
     }
 }
 
-static void list_actions(core_teacher *t, const core_sim *s, const core_sim_map *m) {
-    const core_sim_dragon *d = &s->d[t->actor];
-    t->n_actions = 0;
-    for (uint32_t dir = 0; dir < 4; dir++) add_action(t, LOONG_MOVE, dir, 0);
-    if (s->living[d->team] < CORE_SIM_TEAM_CAP && d->length > 1) {  // k = 1, L/4, L/2, 3L/4, L - 1 (distinct)
-        uint32_t L = d->length, ks[5] = {1, L / 4, L / 2, 3 * L / 4, L - 1}, last = 0;
-        for (uint32_t i = 0; i < 5; i++)
-            if (ks[i] > last && ks[i] < L) add_action(t, LOONG_SPLIT, ks[i], 0), last = ks[i];
-    }
-    list_sprints(t, s, m, d);
+static uint32_t same_action(const core_teacher_action *a, const core_teacher_action *b) {
+    if (a->kind != b->kind || a->arg != b->arg) return 0;
+    for (uint32_t i = 0; a->kind == LOONG_SPRINT && i < a->arg; i++)
+        if (a->dirs[i] != b->dirs[i]) return 0;
+    return 1;
 }
+
+static uint32_t list_actions(core_teacher *t, const core_sim *s, const core_sim_map *m) {
+    const core_sim_dragon *d = &s->d[t->actor];
+    uint32_t can_split = s->living[d->team] < CORE_SIM_TEAM_CAP && d->length > 1;
+    uint32_t sprint_max = (d->length + 3u) / 4u + d->length - 1u;  // the rules' F + L - 1
+    t->n_actions = 0;
+    if (t->given_only && t->n_given == 0) return CORE_TEACHER_BAD_GIVEN;
+    for (uint32_t i = 0; i < t->n_given; i++) {
+        const core_teacher_action *g = &t->given[i];
+        if ((g->kind == LOONG_SPLIT && (!can_split || g->arg >= d->length)) ||
+            (g->kind == LOONG_SPRINT && g->arg > sprint_max))
+            return CORE_TEACHER_BAD_GIVEN;
+    }
+    if (!t->given_only) {
+        for (uint32_t dir = 0; dir < 4; dir++) add_action(t, LOONG_MOVE, dir, 0);
+        if (can_split) {  // k = 1, L/4, L/2, 3L/4, L - 1 (distinct)
+            uint32_t L = d->length, ks[5] = {1, L / 4, L / 2, 3 * L / 4, L - 1}, last = 0;
+            for (uint32_t i = 0; i < 5; i++)
+                if (ks[i] > last && ks[i] < L) add_action(t, LOONG_SPLIT, ks[i], 0), last = ks[i];
+        }
+        list_sprints(t, s, m, d);
+    }
+    for (uint32_t i = 0; i < t->n_given; i++) {
+        uint32_t dup = 0;
+        for (uint32_t k = 0; k < t->n_actions && !dup; k++) dup = same_action(&t->act[k], &t->given[i]);
+        if (!dup) add_action(t, t->given[i].kind, t->given[i].arg, t->given[i].dirs);
+    }
+    return CORE_TEACHER_OK;
+}
+
+uint32_t core_teacher_give(core_teacher *t, uint32_t kind, uint32_t arg, const uint8_t *dirs) {
+    if (t->n_given >= CORE_TEACHER_GIVEN) return CORE_TEACHER_BAD_GIVEN;
+    if (kind == LOONG_MOVE ? arg > 3 : kind == LOONG_SPLIT ? arg < 1 || arg > 255
+                                     : kind != LOONG_SPRINT || arg < 2 || arg > CORE_TEACHER_DIRS || !dirs)
+        return CORE_TEACHER_BAD_GIVEN;
+    for (uint32_t i = 0; kind == LOONG_SPRINT && i < arg; i++)
+        if (dirs[i] > 3) return CORE_TEACHER_BAD_GIVEN;
+    core_teacher_action *g = &t->given[t->n_given++];
+    uint8_t *p = (uint8_t *)g;
+    for (uint32_t i = 0; i < (uint32_t)sizeof *g; i++) p[i] = 0;
+    g->kind = (uint8_t)kind, g->arg = (uint8_t)arg;
+    for (uint32_t i = 0; kind == LOONG_SPRINT && i < arg; i++) g->dirs[i] = dirs[i];
+    return CORE_TEACHER_OK;
+}
+
+void core_teacher_clear(core_teacher *t, uint32_t only) { t->n_given = 0, t->given_only = only ? 1u : 0u; }
 
 // -- 4. the opponent model ------------------------------------------------------------------------------------------
 static uint32_t safe_moves(const core_sim *s, const core_sim_map *m, uint32_t h) {
@@ -425,7 +466,8 @@ uint32_t core_teacher_run(core_teacher *t, const core_sim *s, const core_sim_map
     uint32_t code = core_teacher_check(s, m, handle);
     if (code != CORE_TEACHER_OK) return code;
     t->actor = handle, t->actor_id = s->d[handle].id, t->team = s->d[handle].team;
-    list_actions(t, s, m);
+    code = list_actions(t, s, m);
+    if (code != CORE_TEACHER_OK) return code;
     // 2. the screen: one play of each action on a copy
     uint32_t alive = 0;
     for (uint32_t i = 0; i < t->n_actions; i++) {
@@ -442,10 +484,10 @@ uint32_t core_teacher_run(core_teacher *t, const core_sim *s, const core_sim_map
         if (t->gumbel) a->gumbel = gumbel_q16(mix64(t->seed ^ mix64(0x6A3B1E5ull + ((uint64_t)s->round << 32) +
                                                                      ((uint64_t)t->actor_id << 12) + i)));
     }
-    // 3. the halving over the actions that are not proven losses (every action when all are)
+    // 3. the halving over the actions that are not proven losses (every action when all are, or when only given)
     uint32_t left[CORE_TEACHER_ACTIONS], n_left = 0;
     for (uint32_t i = 0; i < t->n_actions; i++)
-        if (!alive || !(t->act[i].flags & CORE_TEACHER_LOSS))
+        if (!alive || t->given_only || !(t->act[i].flags & CORE_TEACHER_LOSS))
             left[n_left++] = i, t->act[i].flags |= CORE_TEACHER_CONSIDERED;
     t->considered = n_left;
     uint32_t phases = 0, j = 0, stop = 0;

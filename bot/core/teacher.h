@@ -3,7 +3,8 @@
 //   1. the root: the actor's primitive actions: the four moves, fatal ones included; the splits k = 1, L/4, L/2, 3L/4
 //      and L - 1 (the foil's, and the smallest); sprints listed by end cell and heading, the shortest route to each,
 //      CORE_TEACHER_SPRINT_ENDS at most (a long dragon's every split and sprint would spread the budget over 70+
-//      actions, a handful of simulations each: docs/loong-native-teacher.md);
+//      actions, a handful of simulations each: docs/loong-native-teacher.md); and the caller's given actions (the
+//      student's candidates when the teacher makes targets: core_teacher_give), or only those;
 //   2. the screen: each action played once on a copy of the state; an action that kills the actor and nobody else
 //      is a proven loss, never searched while another action exists (CORE_TEACHER_LOSS);
 //   3. sequential halving over the rest (Gumbel MuZero's root: g + sigma(q), g the Gumbel draws, zero unless the
@@ -21,7 +22,10 @@
 #include "sim.h"
 
 enum {
-    CORE_TEACHER_ACTIONS = 32,          // root actions at most: 4 moves + 5 splits + CORE_TEACHER_SPRINT_ENDS sprints
+    CORE_TEACHER_ACTIONS = 96,          // root actions at most: 4 moves + 5 splits + CORE_TEACHER_SPRINT_ENDS sprints
+                                        // + CORE_TEACHER_GIVEN given
+    CORE_TEACHER_GIVEN = 64,            // root actions a caller may give (core_teacher_give: a student's candidates)
+    CORE_TEACHER_DIRS = 64,             // a root sprint's directions at most (the candidate records' CORE_SPRINT_MAX)
     CORE_TEACHER_SPRINT_ENDS = 16,      // sprints listed at most, nearest ends first (a placeholder cap)
     CORE_TEACHER_SPRINT_STEPS = 16,     // the longest sprint listed (a placeholder cap; the rules allow F + L - 1)
     CORE_TEACHER_ROLLOUT_ROUNDS = 10,   // rounds after the current one (the bot's search: 10; a placeholder)
@@ -73,6 +77,8 @@ enum {
     CORE_TEACHER_BAD_ACTOR = 5,     // handle is not the round's next actor
     CORE_TEACHER_BAD_SETTINGS = 6,  // model, rollout rounds or units out of range
     CORE_TEACHER_OVER = 7,          // the game is over
+    CORE_TEACHER_BAD_GIVEN = 8,     // a given action: a split of k >= length (or a full team), a sprint of more steps
+                                    // than the rules' F + L - 1, or given only and none given
 };
 
 enum {  // core_teacher_action.flags
@@ -92,7 +98,7 @@ typedef struct {  // one root action and its statistics
     uint32_t value;    // mean value Q16 of its simulations (0 with none)
     int32_t gumbel;    // its Gumbel draw, Q16 (0 in matches)
     uint64_t sum;      // sum of its simulations' values, Q16
-    uint8_t dirs[CORE_TEACHER_SPRINT_STEPS];
+    uint8_t dirs[CORE_TEACHER_DIRS];
 } core_teacher_action;
 
 typedef struct {  // an action of the opponent model
@@ -110,6 +116,9 @@ typedef struct {
     core_teacher_action act[CORE_TEACHER_ACTIONS];
     // the last run's figures
     uint32_t units, simulations, phases, max_sim_units, considered;
+    // the given actions (core_teacher_give), kept until core_teacher_clear
+    uint32_t n_given, given_only;
+    core_teacher_action given[CORE_TEACHER_GIVEN];
     // scratch: the simulated state, the sprint listing's breadth-first search, the flood fill
     core_sim work;
     uint32_t parent[CORE_MAX_CELLS * 4];  // each (cell, heading) state's (previous state << 2 | direction)
@@ -138,6 +147,13 @@ uint32_t core_teacher_check(const core_sim *s, const core_sim_map *m, uint32_t h
 // before it played). s is not changed. Returns CORE_TEACHER_OK and leaves the root in t->act[0 .. n_actions) and
 // the choice in t->chosen, or an error code (nothing searched).
 uint32_t core_teacher_run(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t handle);
+// Give the next run a root action (kind, arg, dirs: arg directions for a sprint): searched beside the listed ones
+// (only: instead of them), a duplicate of a listed action searched once. CORE_TEACHER_BAD_GIVEN when the kind, the
+// arg or a direction is out of range or CORE_TEACHER_GIVEN are given; its legality for the actor is checked by
+// core_teacher_run.
+uint32_t core_teacher_give(core_teacher *t, uint32_t kind, uint32_t arg, const uint8_t *dirs);
+// Forget the given actions; `only` (0/1): whether the next gives replace the listing (the information test's two).
+void core_teacher_clear(core_teacher *t, uint32_t only);
 // The opponent model's action for dragon `handle` in s (r: its draw; near_head: the searcher's head, beyond
 // CORE_TEACHER_NEAR of which a dragon keeps its heading when safe) into *out.
 void core_teacher_policy(core_teacher *t, const core_sim *s, const core_sim_map *m, uint32_t handle, uint32_t model,

@@ -36,7 +36,7 @@ def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_
         assert cycle.success
         # the targets' settings from the asset's config: no information test, no replays
         again = dg.materialize([loong_teacher_targets], resources=resources, instance=instance, run_config={
-            "ops": {"loong_teacher_targets": {"config": {"info_simulations": 0, "replays": False}}}})
+            "ops": {"loong_teacher_targets": {"config": {"info_units": 0, "replays": False}}}})
         assert again.success
     from ops.loong_teacher_targets import load_targets
 

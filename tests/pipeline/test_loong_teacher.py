@@ -46,7 +46,8 @@ def test_the_teacher_check_plays_the_plain_network_in_one_tracked_run(resources,
 
 @pytest.mark.parametrize("config,line", [
     ({"check_games": 3}, "loong_teacher: teacher config: check_games must be even and >= 2, got 3"),
-    ({"rollout_policy": "smart"}, "loong_teacher: teacher config: rollout_policy 'smart' is not one of"),
+    ({"model": "smart"}, "loong_teacher: teacher config: model: 'smart' is not one of"),
+    ({"units": 0}, "loong_teacher: teacher config: units: must be an integer >= 1, got 0"),
 ])
 def test_a_bad_teacher_config_fails_in_one_line(resources, tmp_path, config, line, materialise, failure_line):
     publish_network(resources)

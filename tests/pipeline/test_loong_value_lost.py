@@ -92,7 +92,7 @@ def test_a_bad_config_or_schema_fails_in_one_line(resources, tmp_path, materiali
     result = materialise(loong_value_lost_report, resources, tmp_path, {"points_games": 0})
     assert not result.success
     assert failure_line(result) == (f"loong_value_lost_report: {path / 'part-000000.parquet'}: schema version '1', "
-                                    "expected '3'")
+                                    "expected '4'")
 
 
 def test_the_costliest_departure_links_its_page(resources, tmp_path, tracked_runs, materialise):

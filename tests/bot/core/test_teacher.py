@@ -189,6 +189,32 @@ def test_the_greedy_model_strikes_as_the_foil_does():
     assert kind == 0 and arg in (0, 2)
 
 
+def test_given_actions_join_the_root_once_or_replace_it(recorded):
+    """A given action is searched beside the listing (a duplicate of a listed one once, a new sprint added), or with
+    ``only`` alone; an illegal one or too many are named errors."""
+    teacher = NativeTeacher(UNITS, seed=2)
+    for game, i in recorded[:8]:
+        d = game.dragons[i]
+        base = teacher.decide(game, i)
+        listed = [a for a in base.actions if isinstance(a, Sprint)]
+        # a sprint the listing lacks: the first listed sprint with a step more in its last direction, when legal
+        longer = [Sprint(a.directions + a.directions[-1:]) for a in listed
+                  if check_action(Sprint(a.directions + a.directions[-1:]), len(d.body), game.living[d.team]) is None
+                  and Sprint(a.directions + a.directions[-1:]) not in base.actions]
+        given = [Move(0), *longer[:1]]
+        dec = teacher.decide(game, i, given)
+        assert dec.actions[: len(base.actions)] == base.actions  # the listing first, unchanged
+        assert len(dec.actions) == len(base.actions) + len(longer[:1]) and all(dec.index(a) >= 0 for a in given)
+        two = teacher.decide(game, i, [Move(1), Move(3)], only=True)
+        assert two.actions == (Move(1), Move(3)) and two.considered.all() and (two.visits > 0).all()
+        with pytest.raises(TeacherError, match="^given: a given action is not legal"):
+            teacher.decide(game, i, [Split(len(d.body))])
+    with pytest.raises(TeacherError, match="^given: 65 actions, at most 64"):
+        teacher.decide(game, i, [Move(0)] * 65)
+    with pytest.raises(TeacherError, match="^given: a given action is not legal.*none given"):
+        teacher.decide(game, i, [], only=True)
+
+
 def test_improved_policy_prefers_the_better_q():
     q = np.array([0.4, 0.6, 0.5, 0.0])
     visits = np.array([10, 10, 0, 0])
