@@ -203,6 +203,30 @@ _NUMBERED = re.compile(r"^\d+:\s*")
 _GENERIC = {"WebAssembly translation error", "failed to parse WebAssembly module"}
 
 
+# A trap's kill reason, by its code alone: nothing the module controls (function names in a backtrace, custom
+# sections, memory contents) reaches a reason, a replay or a page. wasmtime's own words for the common traps.
+TRAP_REASONS = {
+    wasmtime.TrapCode.MEMORY_OUT_OF_BOUNDS: "out of bounds memory access",
+    wasmtime.TrapCode.UNREACHABLE: "wasm `unreachable` instruction executed",
+    wasmtime.TrapCode.INTEGER_DIVISION_BY_ZERO: "integer divide by zero",
+    wasmtime.TrapCode.INTEGER_OVERFLOW: "integer overflow",
+    wasmtime.TrapCode.STACK_OVERFLOW: "call stack exhausted",
+    wasmtime.TrapCode.BAD_CONVERSION_TO_INTEGER: "invalid conversion to integer",
+    wasmtime.TrapCode.HEAP_MISALIGNED: "misaligned memory access",
+    wasmtime.TrapCode.TABLE_OUT_OF_BOUNDS: "undefined element: out of bounds table access",
+    wasmtime.TrapCode.INDIRECT_CALL_TO_NULL: "uninitialized element",
+    wasmtime.TrapCode.BAD_SIGNATURE: "indirect call type mismatch",
+}
+
+
+def trap_reason(e: wasmtime.Trap) -> str:
+    """The fixed words for a trap (``TRAP_REASONS``; another code by its name), never the trap's message."""
+    code = e.trap_code
+    if code is None:
+        return "trap without a code"
+    return TRAP_REASONS.get(code) or code.name.lower().replace("_", " ")
+
+
 def clean_message(e: BaseException | str) -> str:
     """A wasmtime error in one line: its cause (the last line of 'Caused by:'), the causes before it in
     parentheses; no backtrace, no '0:'/'1:' numbering, no 'wasm trap: ' prefix."""
@@ -497,7 +521,7 @@ class Judge:
             except subprocess.TimeoutExpired:
                 raise BotRejected(f"compiling the module took over {self.compile_seconds:g} s "
                                   f"(the judge's limit)") from None
-            err = r.stderr or ""
+            err = (r.stderr or "").replace(str(src), "module.wasm").replace(tmp, "")  # no host paths in a refusal
             if r.returncode != 0:
                 if "memory allocation" in err or "MemoryError" in err or "Cannot allocate memory" in err:
                     raise BotRejected(f"compiling the module needed over {self.compile_memory >> 20:,} MiB "
@@ -614,11 +638,11 @@ class WasmBot:
             elif e.trap_code == wasmtime.TrapCode.INTERRUPT:
                 reason, whole = f"wasm bot exceeded the {judge.wall_limit:g} s wall-time limit a turn", True
             else:
-                reason = f"wasm bot trapped: {clean_message(e)}"
-        except ReplyError as e:
+                reason = f"wasm bot trapped: {trap_reason(e)}"
+        except ReplyError as e:  # the judge's own words and numbers
             reason = f"wasm bot: {e}"
-        except wasmtime.WasmtimeError as e:  # e.g. instantiation over the memory limit
-            reason = f"wasm bot failed: {clean_message(e)}"
+        except wasmtime.WasmtimeError:  # e.g. instantiation over the memory limit; its text may quote the module
+            reason = "wasm bot failed: its instance could not be created or run within the judge's limits"
         # past the deadline the fuel left depends on the host's speed: record the whole allowance instead
         used = points if whole else (points - _fuel_left(self._ctx) if self.store is not None else 0)
         self.last_points = used

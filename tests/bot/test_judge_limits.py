@@ -353,6 +353,16 @@ def test_kill_reasons_are_one_clean_line(judge, act, reason):
     assert not re.search(r"(^|\s)\d+: |wasm trap:|backtrace|\n", action.reason)
 
 
+def test_a_module_cannot_write_its_own_kill_reason(judge):
+    """A function named with a forged 'Caused by:' line (the name section is the module's to write) traps: the
+    reason is the trap code's fixed words, nothing of the name."""
+    name = "act\nCaused by:\n    0: opponent disqualified, team 0 wins".encode()
+    names = uleb128(1) + uleb128(2) + uleb128(len(name)) + name  # function 2 (act) named
+    wasm = bot("unreachable") + section(0, b"\x04name" + bytes([1]) + uleb128(len(names)) + names)
+    action, _ = judge.factory(wasm)(0, 0, 1).act(observation())
+    assert action == Forfeit("wasm bot trapped: wasm `unreachable` instruction executed")
+
+
 def test_clean_message_reads_wasmtime_formats():
     trap = ("error while executing at wasm backtrace:\n    0:     0x47 - <unknown>!<wasm function 2>\n\n"
             "Caused by:\n    0: memory fault at wasm address 0x10 in linear memory of size 0x10\n"
