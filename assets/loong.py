@@ -158,7 +158,25 @@ DATASET = {"test": dict(games=3, rounds=30, shard_games=1, bands=(20,)),
 class DatasetAssetConfig(dg.Config):
     games: int | None = Field(default=None, description="games; None: the profile's (test 3, small 18, full 3000)")
     rounds: int | None = Field(default=None, description="round limit of each game; None: the profile's")
+    pairings: list[str] = Field(default=[], description="the games' pairings as 'team0:team1' bot names (foil, "
+                                                        "expert-h, random, build:<name|id>, teacher or "
+                                                        "teacher@UNITS for the native privileged teacher); empty: "
+                                                        "foil:foil, expert-h:foil, foil:random")
+    labeller: str = Field(default="", description="a bot whose choice labels every decision (DAgger), e.g. teacher; "
+                                                  "empty: each dragon's own")
     seed: int = Field(default=0, description="map and match seeds derive from it")
+
+
+def dataset_pairings(given: list[str]) -> tuple[tuple[str, str], ...]:
+    """``'a:b'`` pairings as name pairs; a teacher's budget is written ``teacher@UNITS`` (``:`` splits the pair).
+    A malformed one is a Failure naming it."""
+    out = []
+    for p in given:
+        sides = p.split(":")
+        if len(sides) != 2 or not all(sides):
+            raise dg.Failure(f"loong_replay_dataset: pairings: {p!r} is not 'team0:team1'", allow_retries=False)
+        out.append(tuple(s.replace("@", ":", 1) if s.startswith("teacher@") else s for s in sides))
+    return tuple(out)
 
 
 @dg.asset(group_name=GROUP, kinds={"parquet"})
@@ -166,11 +184,16 @@ def loong_replay_dataset(
     context: dg.AssetExecutionContext, config: DatasetAssetConfig, artifact_store: ArtifactStoreResource,
     profile: ProfileResource, execution: ExecutionResource,
 ) -> dg.MaterializeResult:
-    """Foil, expert-h and random games, each decision replayed through the native core: planes, candidates, match."""
+    """Foil, expert-h and random games (or the configured pairings: the native teacher's too), each decision replayed
+    through the native core: planes, candidates, match; labelled by another bot with ``labeller``."""
     from ops.loong_dataset import DatasetConfig, build, check_config
 
     base = DATASET[profile.checked()]
     overrides = {k: v for k, v in {"games": config.games, "rounds": config.rounds}.items() if v is not None}
+    if config.pairings:
+        overrides["pairings"] = dataset_pairings(config.pairings)
+    if config.labeller:
+        overrides["labeller"] = config.labeller.replace("@", ":", 1)
     cfg = DatasetConfig(**{**base, **overrides, "seed": config.seed})
     validated("loong_replay_dataset", check_config, cfg)
     executor = execution.executor("loong_replay_dataset")

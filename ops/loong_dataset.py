@@ -7,6 +7,7 @@ and candidates, byte for byte), with the candidate that matches the action taken
     table = load_dataset(out_dir)                               # checked: schema name, version, columns
     DatasetConfig(pairings=(("build:expert-1", "foil"),), builds=str(root))   # a registered build, in the judge
     DatasetConfig(pairings=(("build:expert-0", "expert-h"),), labeller="expert-h")   # DAgger: expert-h labels all
+    DatasetConfig(pairings=(("teacher", "foil"),))      # the native privileged teacher's own games (it reads the game)
 
 Schema (``SCHEMA``, docs/loong-dataset.md): one row a decision. A decision **matches** a candidate when the
 candidate is the action the dragon took: a move by its direction, a split by its k, a sprint by the end cell and
@@ -95,13 +96,27 @@ def check_config(cfg: DatasetConfig) -> None:
     known = {*registry(), "expert-h"}
     for pair in cfg.pairings:
         for bot in pair:
-            if bot not in known and not bot.startswith(BUILD):
+            if bot not in known and not bot.startswith(BUILD) and not _teacher(bot, "pairings"):
                 raise DatasetError(f"pairings: unknown bot {bot!r} (known: {', '.join(sorted(known))}, "
-                                   f"{BUILD}<name|id>)")
-    if cfg.labeller and cfg.labeller not in known and not cfg.labeller.startswith(BUILD):
+                                   f"{BUILD}<name|id>, {TEACHER})")
+    if cfg.labeller and cfg.labeller not in known and not cfg.labeller.startswith(BUILD) \
+            and not _teacher(cfg.labeller, "labeller"):
         raise DatasetError(f"labeller: unknown bot {cfg.labeller!r} (known: {', '.join(sorted(known))}, "
-                           f"{BUILD}<name|id>)")
+                           f"{BUILD}<name|id>, {TEACHER})")
     build_ids(cfg)
+
+
+TEACHER = "teacher[:UNITS[:MODEL]]"  # the native privileged teacher (bot.core_teacher.parse_player): it reads the game
+
+
+def _teacher(name: str, field: str) -> bool:
+    """Whether ``name`` is the native teacher's player name; a bad budget or model raises DatasetError."""
+    from bot.core_teacher import TeacherError, parse_player
+
+    try:
+        return parse_player(name) is not None
+    except TeacherError as e:
+        raise DatasetError(f"{field}: {e}") from None
 
 
 def builds_root(cfg: DatasetConfig) -> Path:
@@ -149,6 +164,11 @@ def _factory(name: str, builds: Path | None = None, build_id: str | None = None)
         from bot.expert_h import expert_h_factory
 
         return cached("expert-h-native", expert_h_factory)
+    from bot.core_teacher import parse_player
+
+    teacher = parse_player(name)  # a privileged player: ask_bot hands it the game
+    if teacher is not None:
+        return cached(f"loong-dataset-{name}", lambda: teacher)
     if name.startswith(BUILD):
         from bot.builds import factory
 

@@ -113,6 +113,8 @@ def test_bad_files_are_refused_naming_the_file_and_the_field(built, tmp_path):
     (DatasetConfig(bands=(8,)), "bands: map size 8 outside 10..64"),
     (DatasetConfig(pairings=(("foil", "wizard"),)), "pairings: unknown bot 'wizard'"),
     (DatasetConfig(labeller="oracle"), "labeller: unknown bot 'oracle'"),
+    (DatasetConfig(pairings=(("teacher:0", "foil"),)), "pairings: player 'teacher:0': units: 0"),
+    (DatasetConfig(labeller="teacher:100:psychic"), "labeller: player 'teacher:100:psychic': model: 'psychic'"),
 ])
 def test_a_bad_config_is_one_line_naming_the_field(cfg, line):
     with pytest.raises(DatasetError, match=line):
@@ -205,3 +207,22 @@ def test_a_labelled_dataset_records_the_labellers_choice_in_the_played_bots_posi
     rows = zip(*(labelled[c].to_pylist() for c in ("game", "dragon", "round", "action", "played_by")))
     have = {(d, r): act for g, d, r, act, by in rows if g == 0 and by == "random"}
     assert have == want and len(want) > 20
+
+
+def test_the_native_teacher_plays_and_labels_games(tmp_path):
+    """The native privileged teacher as a pairing's bot (it reads the game through ask_bot) and as the labeller: its
+    rows are recorded under its player name, the same bytes in process and on a pool, and as labeller every random
+    dragon's label is the teacher's choice in the dragon's position."""
+    cfg = DatasetConfig(games=2, rounds=8, shard_games=1, bands=(20,), seed=2, pairings=(("teacher:1500", "random"),))
+    here = build(cfg, tmp_path / "here")
+    pool = build(cfg, tmp_path / "pool", executor=PoolExecutor(2))
+    assert [p.read_bytes() for p in here.shards] == [p.read_bytes() for p in pool.shards]
+    table = load_dataset(here.out)
+    assert set(here.by_bot) == {"teacher:1500", "random"} and here.decisions == table.num_rows > 0
+    mine = np.array(table["bot"].to_pylist()) == "teacher:1500"
+    assert mine.any() and (table["chosen"].to_numpy()[mine] >= 0).mean() > 0.9  # its moves are candidates
+    labelled = build(replace(cfg, pairings=(("random", "foil"),), labeller="teacher:1500"), tmp_path / "labelled")
+    rows = load_dataset(labelled.out)
+    assert set(rows["bot"].to_pylist()) == {"teacher:1500"}
+    changed = np.array(rows["action"].to_pylist()) != np.array(rows["played_action"].to_pylist())
+    assert changed.any()  # the teacher does not play as random or the foil does

@@ -117,6 +117,15 @@ def test_the_replay_dataset_asset_writes_checked_shards_and_names_a_bad_config(t
     assert meta["candidate_gaps"].value == int((table["chosen"].to_numpy() < 0).sum())
     bad = materialise(loong_replay_dataset, resources, tmp_path, {"games": 0})
     assert not bad.success and failure_line(bad) == "loong_replay_dataset: games: must be at least 1, got 0"
+    bad = materialise(loong_replay_dataset, resources, tmp_path, {"pairings": ["foil"]})
+    assert not bad.success and failure_line(bad) == "loong_replay_dataset: pairings: 'foil' is not 'team0:team1'"
+    bad = materialise(loong_replay_dataset, resources, tmp_path, {"pairings": ["teacher@0:foil"]})
+    assert not bad.success and failure_line(bad).startswith("loong_replay_dataset: pairings: player 'teacher:0'")
+    taught = materialise(loong_replay_dataset, resources, tmp_path, {"games": 1, "rounds": 4,
+                                                                      "pairings": ["teacher@1500:foil"]})
+    assert taught.success
+    by_bot = taught.asset_materializations_for_node("loong_replay_dataset")[0].metadata["by_bot"].value
+    assert set(by_bot) == {"teacher:1500", "foil"}
 
 
 def test_the_kickstart_net_trains_on_the_replay_dataset_in_one_tracked_run_and_resumes(resources, tmp_path,
