@@ -3,12 +3,11 @@
 
 
 import json
-import time
 
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
+from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
 from ops import celldiv_league as league_op
@@ -25,10 +24,6 @@ class TierLeagueConfig(dg.Config):
     )
     sizes: str = Field(default="4-8", description="board sizes cycled through, e.g. '4-8' or '4,6,8'")
     seed: int = Field(default=0, description="match seed; every start and sampling player derives from it")
-
-
-def version_id(context: dg.AssetExecutionContext) -> str:
-    return time.strftime("%Y%m%dT%H%M%S") + "-" + context.run_id[:8]
 
 
 def league_metadata(report, png, tracker, mlflow: MlflowResource) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import markdown_table, run_metadata
+from assets.metadata import config_key, markdown_table, run_metadata
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops import celldiv_distill, celldiv_onnx, celldiv_ppo
 from ops import celldiv_teacher as teacher_op
@@ -23,12 +23,6 @@ GROUP = "celldiv"
 # the Elite chain (switching weights -> teacher -> data -> student -> ONNX -> league) is the main job's
 # longest path: with two step slots, Dagster starts these steps before the others that are ready
 CRITICAL = {"dagster/priority": "10"}
-
-
-def config_key(config) -> str:
-    """A short stable hash of a frozen dataclass config: the work folder's name."""
-    blob = json.dumps(dataclasses.asdict(config), sort_keys=True, default=str).encode()
-    return "cfg-" + hashlib.blake2b(blob, digest_size=6).hexdigest()
 
 
 def _overrides(config: dg.Config, names: tuple[str, ...]) -> dict:

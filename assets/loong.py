@@ -8,9 +8,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
 from assets.loong_league import loong_league  # noqa: F401 - moved there; still importable from here
-from assets.metadata import png_markdown, run_metadata, validated
+from assets.metadata import png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.execution import WorkFailed
 
@@ -236,7 +235,7 @@ def loong_kickstart_net(
 ) -> dg.MaterializeResult:
     """The expert network kickstarted by imitation of the replay dataset (policy over the candidates, value on the
     outcome), float then fake-quantised; resumable; one MLflow run with the checkpoint and the reliability plot."""
-    from assets.celldiv_training import config_key
+    from assets.metadata import config_key
     from ops import loong_kickstart as kick
     from ops.loong_dataset import DatasetError
 

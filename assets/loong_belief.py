@@ -7,8 +7,7 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
-from assets.metadata import markdown_table, png_markdown, run_metadata, validated
+from assets.metadata import markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from ops import loong_belief as belief_op
 

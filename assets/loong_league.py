@@ -11,8 +11,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
-from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated
+from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops import loong_league as league_op
 from ops import loong_pfsp as pfsp_op

@@ -8,8 +8,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
-from assets.metadata import markdown_table, validated
+from assets.metadata import markdown_table, validated, version_id
 from assets.resources import ArtifactStoreResource
 from ops import loong_positions as op
 

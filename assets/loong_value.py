@@ -7,8 +7,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
-from assets.metadata import png_markdown, run_metadata, validated
+from assets.metadata import png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 
 GROUP = "loong"

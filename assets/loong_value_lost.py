@@ -10,9 +10,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
 from assets.loong_teacher import GROUP, TARGETS, network_source
-from assets.metadata import png_markdown, run_metadata, validated
+from assets.metadata import png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 
 REPORT = "loong_value_lost_report"

@@ -1,12 +1,28 @@
-"""Turning results into Dagster metadata: tables, embedded pictures, Elo numbers, the MLflow run link."""
+"""Turning results into Dagster metadata: tables, embedded pictures, Elo numbers, the MLflow run link; and the
+names both games' assets give their versions and work folders."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import hashlib
+import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
+
+
+def version_id(context: dg.AssetExecutionContext) -> str:
+    """A materialisation's version: the time it started and its run's id (``20261207T191159-b184c9f6``)."""
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + context.run_id[:8]
+
+
+def config_key(config) -> str:
+    """A short stable hash of a frozen dataclass config: the work folder's name."""
+    blob = json.dumps(dataclasses.asdict(config), sort_keys=True, default=str).encode()
+    return "cfg-" + hashlib.blake2b(blob, digest_size=6).hexdigest()
 
 
 def markdown_table(rows: Sequence[dict], columns: Sequence[str], fmt: dict | None = None) -> str:

@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from gpu.celldiv_lightning import EpochShuffle, _keep_batch, holdout_split
 from gpu.loong_expert_net import MASKED_LOGIT, LoongExpertNet, get_shape
+from gpu.training import EpochShuffle, holdout_split, keep_batch
 
 CROP, OVERVIEW, SCALARS, RECORD = 17 * 17 * 56, 15 * 15 * 16, 32, 48
 NO_TAP = 255
@@ -361,10 +361,10 @@ class DecisionDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         return DataLoader(self.train_set, batch_size=self.batch_size, sampler=EpochShuffle(len(self.train_set),
                                                                                           self.seed),
-                          collate_fn=_keep_batch)
+                          collate_fn=keep_batch)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self.val_set, batch_size=max(self.batch_size, 256), collate_fn=_keep_batch)
+        return DataLoader(self.val_set, batch_size=max(self.batch_size, 256), collate_fn=keep_batch)
 
 
 # -- losses and figures ---------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ CLI: ``python -m ops.celldiv_distill --data teacher_data.parquet --out .arena/ce
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -21,16 +20,17 @@ from pathlib import Path
 import lightning as L
 import torch
 
-from gpu.celldiv_lightning import PositionDataModule, StudentModule, evaluate_policy, make_trainer
+from gpu.celldiv_lightning import PositionDataModule, StudentModule, evaluate_policy
 from gpu.celldiv_nets import STUDENT_PARAMS, SmallPolicyNet, count_params
-from ops.celldiv_teacher import (
+from gpu.training import make_trainer
+from ops.celldiv_teacher import load_teacher_data, with_overrides
+from ops.checkpoints import (
+    AtomicLastCheckpoint,
     CheckpointError,
     load_checkpoint,
-    load_teacher_data,
     model_version,
     read_torch_file,
     save_checkpoint,
-    with_overrides,
 )
 from ops.tracking import NullTracker, Tracker
 
@@ -79,18 +79,6 @@ class DistillResult:
     epochs: int
     wall_seconds: float
     resumed_from_epoch: int | None
-
-
-class AtomicLastCheckpoint(L.Callback):
-    """Write Lightning's full checkpoint to ``path`` at each epoch end: temporary file, then rename."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
-        trainer.save_checkpoint(tmp)
-        os.replace(tmp, self.path)
 
 
 class TrackerCallback(L.Callback):

@@ -26,7 +26,6 @@ CLI: ``arena celldiv teacher --profile small --out DIR [--backend local --worker
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -53,8 +52,10 @@ from games.celldiv.encoding import (
 from games.celldiv.match import game_seed as _seed
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import DEFAULT_SWITCHING, SwitchingPlayer, load_weights
-from gpu.celldiv_lightning import PositionDataModule, TeacherModule, make_trainer
+from gpu.celldiv_lightning import PositionDataModule, TeacherModule
 from gpu.celldiv_nets import CellDivNet, OnnxEvaluator, TorchEvaluator, count_params, policy_logits
+from gpu.training import make_trainer
+from ops.checkpoints import CheckpointError, load_checkpoint, model_version, save_checkpoint
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
 from ops.tracking import NullTracker, Tracker
 from search import run_gumbel, run_puct
@@ -64,7 +65,6 @@ CHECKPOINT = "checkpoint.pt"  # resumable state, rewritten after every iteration
 TEACHER = "teacher.pt"  # the finished teacher (model only)
 TEACHER_KIND = "celldiv_teacher"
 STATE_KIND = "celldiv_teacher_state"
-CHECKPOINT_FORMAT = 1
 KICKSTART_ROUND = 2_000_000  # the round id of the kickstart games' seeds (self-play rounds count from 0)
 DATA_ROUND = 1_000_000  # the round id of the teacher-data games' seeds
 
@@ -142,59 +142,8 @@ PROFILES: dict[str, TeacherConfig] = {
 }
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be used; the message names the file (and the field, if one is wrong)."""
-
-
 class TeacherDataError(ValueError):
     """A teacher-data file that is missing, unreadable or off-schema; the message names file and column."""
-
-
-# ----------------------------------------------------------------------------- checkpoints
-def save_checkpoint(path: Path, payload: dict) -> Path:
-    """torch.save to a temporary file, then rename: a killed writer never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    torch.save({"format": CHECKPOINT_FORMAT, **payload}, tmp)
-    os.replace(tmp, path)
-    return path
-
-
-def read_torch_file(path: Path):
-    """``torch.load`` (weights only) that names the file when it is missing or damaged."""
-    if not Path(path).is_file():
-        raise CheckpointError(f"{path}: checkpoint not found")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises several types for a damaged zip/pickle
-        raise CheckpointError(f"{path}: cannot read the checkpoint; the file is corrupted or truncated "
-                              f"({type(e).__name__}: {e})") from None
-
-
-def load_checkpoint(path: Path, *, kinds: Sequence[str], keys: Sequence[str] = ()) -> dict:
-    """Read a checkpoint of one of ``kinds`` holding ``keys``; anything else raises CheckpointError."""
-    path = Path(path)
-    doc = read_torch_file(path)
-    if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
-        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise CheckpointError(f"{path}: field 'format' is {got!r}; this version reads format "
-                              f"{CHECKPOINT_FORMAT}")
-    if doc.get("kind") not in kinds:
-        raise CheckpointError(f"{path}: field 'kind' is {doc.get('kind')!r}; expected one of {list(kinds)}")
-    for key in keys:
-        if key not in doc:
-            raise CheckpointError(f"{path}: field {key!r} is missing")
-    return doc
-
-
-def model_version(net: torch.nn.Module, shape: str, step: int) -> str:
-    """``<shape>-<step>-<8 hex of the weights' hash>``: names the exact weights."""
-    h = hashlib.sha256()
-    for k, v in sorted(net.state_dict().items()):
-        h.update(k.encode())
-        h.update(v.detach().cpu().numpy().tobytes())
-    return f"{shape}-{step}-{h.hexdigest()[:8]}"
 
 
 def load_teacher(path: Path) -> tuple[CellDivNet, dict]:

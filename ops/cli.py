@@ -228,6 +228,7 @@ def add_teacher_arguments(ap: argparse.ArgumentParser) -> None:
 
 def cmd_celldiv_teacher(args: argparse.Namespace) -> int:
     from ops import celldiv_teacher
+    from ops.checkpoints import CheckpointError
 
     if args.workers < 1:
         raise CliError(f"--workers: must be at least 1, got {args.workers}")
@@ -235,7 +236,7 @@ def cmd_celldiv_teacher(args: argparse.Namespace) -> int:
         raise CliError(f"--kickstart: {args.kickstart}: weight file not found")
     try:
         celldiv_teacher.run_command(args)
-    except (celldiv_teacher.CheckpointError, WeightsError, ValueError) as e:
+    except (CheckpointError, WeightsError, ValueError) as e:
         raise CliError(str(e)) from None
     return 0
 

@@ -22,8 +22,14 @@ import torch
 
 from gpu.loong_expert_net import SHAPES, LoongExpertNet, count_params
 from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
-from ops.celldiv_distill import AtomicLastCheckpoint
-from ops.celldiv_teacher import CheckpointError, load_checkpoint, model_version, read_torch_file, save_checkpoint
+from ops.checkpoints import (
+    AtomicLastCheckpoint,
+    CheckpointError,
+    load_checkpoint,
+    model_version,
+    read_torch_file,
+    save_checkpoint,
+)
 from ops.loong_dataset import DatasetError, load_dataset
 from ops.tracking import NullTracker, Tracker
 
@@ -273,7 +279,7 @@ def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, 
                         **{f"dropped_{k}": v for k, v in data.dropped.items()}})
     history: list[dict] = []
     epochs_cb = _Epochs(tracker, progress, history)
-    from gpu.celldiv_lightning import make_trainer
+    from gpu.training import make_trainer
 
     trainer = make_trainer(max_epochs=config.epochs + config.quantised_epochs, validate=len(dm.val_rows) > 0,
                            callbacks=[epochs_cb, AtomicLastCheckpoint(last)], accelerator=config.accelerator)

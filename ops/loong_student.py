@@ -37,8 +37,7 @@ import torch
 
 from gpu.loong_expert_net import count_params
 from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule
-from ops.celldiv_distill import AtomicLastCheckpoint
-from ops.celldiv_teacher import model_version, save_checkpoint
+from ops.checkpoints import AtomicLastCheckpoint, model_version, save_checkpoint
 from ops.loong_dataset import read_shards
 from ops.loong_kickstart import COLUMNS as KICKSTART_COLUMNS
 from ops.loong_kickstart import (
@@ -269,7 +268,7 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
     history: list[dict] = []
     epochs_cb = _Epochs(tracker, progress, history)
     phase = _FloatPhaseStop(config.epochs, config.quantised_epochs, config.patience)
-    from gpu.celldiv_lightning import make_trainer
+    from gpu.training import make_trainer
 
     trainer = make_trainer(max_epochs=config.epochs + config.quantised_epochs, validate=len(dm.val_rows) > 0,
                            callbacks=[phase, epochs_cb, AtomicLastCheckpoint(last)], accelerator=config.accelerator)

@@ -8,9 +8,9 @@ import dagster as dg
 from assets import (
     celldiv_league,
     celldiv_training,
+    contender,
     loong,
     loong_belief,
-    loong_contender,
     loong_league,
     loong_positions,
     loong_search,
@@ -24,7 +24,7 @@ from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowRes
 CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_value_lost_report", "loong_student")
 # the bot's search checked against its own network, then the release check against the foil (their job)
 RELEASE_ASSETS = ("loong_search_check", "loong_release")
-ASSET_MODULES = [celldiv_league, celldiv_training, loong, loong_belief, loong_league, loong_contender, loong_positions,
+ASSET_MODULES = [celldiv_league, celldiv_training, contender, loong, loong_belief, loong_league, loong_positions,
                  loong_search, loong_teacher, loong_value, loong_value_lost]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from bot.judge import default_judge
 from games.loong.bots import play_game, random_bot
 from games.loong.mapgen import generate_map
-from gpu.celldiv_lightning import make_trainer
+from gpu.training import make_trainer
 
 def bot(act):
     return wasmtime.wat2wasm('(module (memory (export "memory") 1) (func (export "init") (param i32 i32)) '

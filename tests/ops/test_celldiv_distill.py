@@ -13,7 +13,7 @@ from games.celldiv.match import play_game, play_match
 from games.celldiv.players import make_player
 from ops import celldiv_distill, celldiv_onnx, celldiv_teacher
 from ops.celldiv_onnx import EliteOnnxPlayer, OnnxModelError, check_parity, export_onnx, sample_positions
-from ops.celldiv_teacher import CheckpointError
+from ops.checkpoints import CheckpointError
 from ops.tracking import NullTracker
 
 TEACHER = replace(celldiv_teacher.PROFILES["test"], iterations=1, data_games=64)

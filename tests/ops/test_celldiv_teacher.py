@@ -20,7 +20,6 @@ from gpu.celldiv_nets import STUDENT_PARAMS, CellDivNet, SmallPolicyNet, TorchEv
 from ops.celldiv_onnx import sample_positions
 from ops.celldiv_teacher import (
     PROFILES,
-    CheckpointError,
     NetBlob,
     SearchAdapter,
     SearchSettings,
@@ -37,6 +36,7 @@ from ops.celldiv_teacher import (
     selfplay_settings,
     value_target,
 )
+from ops.checkpoints import CheckpointError
 from ops.execution import PoolExecutor
 
 CONFIG = PROFILES["test"]

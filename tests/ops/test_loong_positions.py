@@ -328,7 +328,7 @@ def student_games(tiny_network, tmp_path_factory):
 
     from gpu.loong_expert_net import LoongExpertNet
     from ops import loong_teacher_targets as targets
-    from ops.celldiv_teacher import save_checkpoint
+    from ops.checkpoints import save_checkpoint
     from ops.loong_kickstart import KIND
     from ops.store import ArtifactStore
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assets.loong_contender import celldiv_contender_match, loong_contender_match
+from assets.contender import celldiv_contender_match, loong_contender_match
 
 
 @pytest.fixture

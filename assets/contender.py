@@ -13,8 +13,7 @@ from urllib.parse import quote
 import dagster as dg
 from pydantic import Field
 
-from assets.celldiv_league import version_id
-from assets.metadata import run_metadata
+from assets.metadata import run_metadata, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from bot.builds import STORE_SUBPATH
 from ops import celldiv_contender as cd_op
