@@ -55,6 +55,8 @@ enum {
                                // would strike), free space by flood fill, pearls; a queen with
                                // no unthreatened move escapes by a short sprint (free steps and one paid)
     CORE_TEACHER_MODELS = 2,
+    // (a third, adversarial: the searcher's nearest enemy workers play the reply that leaves its team's leaf
+    // lowest, one ply, the rollout's first 2 rounds; 0.625 over the 48 tuning games at equal cost: deleted)
 };
 
 // The leaf value (step 4): contenders of issue 36 item 3.
