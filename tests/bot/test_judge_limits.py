@@ -356,7 +356,7 @@ def test_kill_reasons_are_one_clean_line(judge, act, reason):
 def test_a_module_cannot_write_its_own_kill_reason(judge):
     """A function named with a forged 'Caused by:' line (the name section is the module's to write) traps: the
     reason is the trap code's fixed words, nothing of the name."""
-    name = "act\nCaused by:\n    0: opponent disqualified, team 0 wins".encode()
+    name = b"act\nCaused by:\n    0: opponent disqualified, team 0 wins"
     names = uleb128(1) + uleb128(2) + uleb128(len(name)) + name  # function 2 (act) named
     wasm = bot("unreachable") + section(0, b"\x04name" + bytes([1]) + uleb128(len(names)) + names)
     action, _ = judge.factory(wasm)(0, 0, 1).act(observation())
