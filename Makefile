@@ -26,13 +26,14 @@ setup: $(STAMP)
 demo: setup
 	$(VENV)/bin/dagster job execute -m pipeline.definitions -j main_job
 
-# One Loong expert-iteration cycle on the network `make demo` published (expert-N -> expert-N+1).
+# One Loong expert-iteration cycle on the network `make demo` published (expert-N -> expert-N+1); the job's log at
+# INFO, then each gate's verdict (pipeline/run.py) and exit status 1 when a step or gate failed.
 cycle: setup
-	$(VENV)/bin/dagster job execute -m pipeline.definitions -j loong_cycle_job
+	$(PY) -m pipeline.run loong_cycle_job
 
 # The published network's searching bot: the search check, then the release check against the foil.
 release: setup
-	$(VENV)/bin/dagster job execute -m pipeline.definitions -j loong_release_job
+	$(PY) -m pipeline.run loong_release_job
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
+from ops.loong_search_check import RELEASE_GATE, SEARCH_GATE
 
 GROUP = "loong"
 SEARCH_CHECK = "loong_search_check"
@@ -42,10 +43,13 @@ def _network(store, asset: str):
     return network
 
 
-def _run_check(context, asset: str, opponent: str, size, seed: int, bar: float, mlflow, store, execution,
+def _run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow, store, execution,
                network, profile: str) -> tuple:
-    """Play the check's match, log it to MLflow and write its record; (match, record path, metadata, passed)."""
+    """Play the check's match, log it to MLflow and write its record; (match, version, metadata, verdict): the
+    verdict of ``gate`` at this size (a pass also needs every game played)."""
     from ops.loong_search_check import search_match
+
+    bar = gate.bar
 
     version = version_id(context)
     out = store.dir(GROUP, asset, version)
@@ -62,8 +66,9 @@ def _run_check(context, asset: str, opponent: str, size, seed: int, bar: float, 
                              progress=progress)
         except ValueError as e:  # a damaged network file: its loader names it
             raise dg.Failure(f"{asset}: {e}", allow_retries=False) from None
-        lo, hi = m.wilson
-        passed = m.passed(bar)
+        verdict = gate.sized(size.games).verdict(m.wins, m.draws, m.losses)
+        lo, hi = verdict.low, verdict.high
+        passed = m.passed(bar) and verdict.passed
         tracker.log_params({"search_units": m.search_units})
         tracker.log_metrics({"score": m.score, "wilson_low": lo, "wilson_high": hi, "wins": m.wins,
                              "draws": m.draws, "losses": m.losses, "simulations_a_turn": m.simulations_a_turn,
@@ -89,18 +94,14 @@ def _run_check(context, asset: str, opponent: str, size, seed: int, bar: float, 
                                                   *(f"| {k} | {n} | {s:.3f} |" for k, (n, s) in
                                                     m.by_band().items())])),
     })
-    return m, version, meta, passed
+    return m, version, meta, verdict
 
 
 @dg.asset(
     # reads the published loong_network_int8 (the build loong_wasm_build compiled it into)
     group_name=GROUP, deps=["loong_wasm_build"], kinds={"wasm", "mlflow"},
-    check_specs=[dg.AssetCheckSpec(
-        "search_beats_plain", asset=SEARCH_CHECK, blocking=True,
-        description="expert-0-search (the bot's search in the C core, the judge build's budget) beats expert-0 (the "
-                    "same network's top candidate, no search): the Wilson 95% lower bound of its score rate over the "
-                    "profile's games is above ops.loong_search_check.SEARCH_PASS_LOWER (size and bar fixed in the "
-                    "code before the games)")],
+    check_specs=[dg.AssetCheckSpec("search_beats_plain", asset=SEARCH_CHECK, blocking=True,
+                                   description=SEARCH_GATE.describe())],
 )
 def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
                        artifact_store: ArtifactStoreResource, profile: ProfileResource,
@@ -113,15 +114,21 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
     size = validated(SEARCH_CHECK, lambda: _size(config, SEARCH_CHECK_SIZES, name))
     store = artifact_store.store()
     network = _network(store, SEARCH_CHECK)
-    m, version, meta, passed = _run_check(context, SEARCH_CHECK, "plain", size, config.seed, SEARCH_PASS_LOWER,
-                                          mlflow, store, execution, network, name)
+    m, version, meta, verdict = _run_check(context, SEARCH_CHECK, "plain", size, config.seed, SEARCH_GATE,
+                                           mlflow, store, execution, network, name)
+    passed = meta["passed"].value
     if passed:
         store.publish(GROUP, SEARCH_CHECK, version)
     meta["published"] = dg.MetadataValue.bool(passed)
+    words = dict(
+        published=f"{SEARCH_CHECK} {version}: the release check may run" if passed else
+        "nothing: the search does not beat its own network, so nothing is released",
+        next_command="the release check (loong_release)" if passed else
+        "the search's budget or network (docs/loong-search-check.md) or, when inconclusive, more games")
+    context.log.info(verdict.block(**words))
     return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
         check_name="search_beats_plain", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"score": m.score, "wilson_low": m.wilson[0], "pass_lower": SEARCH_PASS_LOWER,
-                  "games": len(m.games), "record": f"{m.wins}-{m.draws}-{m.losses}"})])
+        metadata={**verdict.metadata(**words), "pass_lower": SEARCH_PASS_LOWER})])
 
 
 def next_release(root) -> str:
@@ -134,11 +141,8 @@ def next_release(root) -> str:
 
 @dg.asset(
     group_name=GROUP, deps=[loong_search_check], kinds={"wasm", "mlflow"},
-    check_specs=[dg.AssetCheckSpec(
-        "release_beats_foil", asset=RELEASE, blocking=True,
-        description="the release check: expert-0-search beats the foil with a Wilson 95% lower bound of its score "
-                    "rate above ops.loong_search_check.RELEASE_PASS_LOWER over at least RELEASE_MIN_GAMES games on "
-                    "every size band and symmetry (size and bar fixed in the code before the games)")],
+    check_specs=[dg.AssetCheckSpec("release_beats_foil", asset=RELEASE, blocking=True,
+                                   description=RELEASE_GATE.describe())],
 )
 def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
                   artifact_store: ArtifactStoreResource, profile: ProfileResource,
@@ -159,8 +163,9 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
     if record is None or record.get("network") != network.name:
         raise dg.Failure(f"{RELEASE}: no passed loong_search_check for the published network {network.name}; the "
                          "search must beat its own network before a release", allow_retries=False)
-    m, version, meta, passed = _run_check(context, RELEASE, "foil", size, config.seed, RELEASE_PASS_LOWER, mlflow,
-                                          store, execution, network, name)
+    m, version, meta, verdict = _run_check(context, RELEASE, "foil", size, config.seed, RELEASE_GATE, mlflow,
+                                           store, execution, network, name)
+    passed = meta["passed"].value
     released = ""
     if passed:
         from assets.loong import builds_root
@@ -173,7 +178,12 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
             {"name": released, "build_id": build.id, "network": network.name}, indent=1))
         context.log.info(f"{RELEASE}: released {released} (build {build.id})")
     meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
+    words = dict(
+        published=f"{released} (a registered build, in the league's pool)" if passed else
+        "nothing: no expert-N is registered",
+        next_command="the league (make ui: loong_league_job) to rate it" if passed else
+        "a stronger network (make cycle) or, when inconclusive, more games")
+    context.log.info(verdict.block(**words))
     return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
         check_name="release_beats_foil", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"score": m.score, "wilson_low": m.wilson[0], "pass_lower": RELEASE_PASS_LOWER,
-                  "games": len(m.games), "record": f"{m.wins}-{m.draws}-{m.losses}"})])
+        metadata={**verdict.metadata(**words), "pass_lower": RELEASE_PASS_LOWER})])

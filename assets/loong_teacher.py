@@ -9,6 +9,7 @@ from pydantic import Field
 
 from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
+from ops.loong_teacher import CHECK_GATE
 
 GROUP = "loong"
 TEACHER = "loong_teacher"
@@ -41,12 +42,8 @@ def _teacher_config(config: TeacherAssetConfig, profile: str):
     # reads the published loong_network_int8 from the store, no edge in the graph: the student this cycle ends with
     # is exported by loong_network_int8, which would close a loop
     group_name=GROUP, kinds={"pytorch", "mlflow"},
-    check_specs=[dg.AssetCheckSpec(
-        "teacher_beats_network", asset=TEACHER, blocking=True,
-        description="the native teacher (zero Gumbel draws; its root its own listing plus the network's scored "
-                    "candidates) beats the plain network, expert-0 with the latest loong_network_int8 on its "
-                    "native build: the Wilson 95% lower bound of its score rate over the profile's check games is "
-                    "above ops.loong_teacher.CHECK_PASS_LOWER (size and bar fixed in the code before the games)")],
+    check_specs=[dg.AssetCheckSpec("teacher_beats_network", asset=TEACHER, blocking=True,
+                                   description=CHECK_GATE.describe())],
 )
 def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig, mlflow: MlflowResource,
                   artifact_store: ArtifactStoreResource, profile: ProfileResource,
@@ -75,8 +72,9 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
                               progress=lambda line: context.log.info(f"{TEACHER}: {line}"))
         except ValueError as e:  # a damaged network file: its loader names it
             raise dg.Failure(f"{TEACHER}: {e}", allow_retries=False) from None
-        lo, hi = m.wilson
-        passed = lo > CHECK_PASS_LOWER
+        verdict = CHECK_GATE.sized(cfg.check_games).verdict(m.wins, m.draws, m.losses)
+        lo, hi = verdict.low, verdict.high
+        passed = verdict.passed
         tracker.log_metrics({"check/score": m.score, "check/wilson_low": lo, "check/wilson_high": hi,
                              "check/wins": m.wins, "check/draws": m.draws, "check/losses": m.losses,
                              "check/decisions": m.decisions, "check/decisions_per_s": m.decisions / max(m.seconds,
@@ -91,8 +89,12 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
         meta = run_metadata(tracker, mlflow)
     if passed:
         store.publish(GROUP, TEACHER, version)
-    context.log.info(f"{TEACHER}: {m.wins}-{m.draws}-{m.losses} against {m.opponent}, score {m.score:.3f}, Wilson "
-                     f"95% [{lo:.3f}, {hi:.3f}]: {'pass' if passed else 'FAIL'}")
+    words = dict(
+        published=f"{TEACHER} {version}: the cycle's targets may be searched by this teacher" if passed else
+        f"nothing: {TEACHER} keeps its last published version and the cycle stops here",
+        next_command="the cycle goes on (loong_teacher_targets)" if passed else
+        "a stronger teacher (units, model: docs/loong-native-teacher.md) or, when inconclusive, more check_games")
+    context.log.info(verdict.block(**words))
     meta.update({
         "path": dg.MetadataValue.path(str(path)),
         "check_decisions": dg.MetadataValue.path(str(out / "check_decisions")),
@@ -107,8 +109,7 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
     })
     return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
         check_name="teacher_beats_network", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"score": m.score, "wilson_low": lo, "pass_lower": CHECK_PASS_LOWER, "games": m.played,
-                  "record": f"{m.wins}-{m.draws}-{m.losses}"})])
+        metadata={**verdict.metadata(**words), "pass_lower": CHECK_PASS_LOWER})])
 
 
 # -- the teacher's targets on the student's own games, and the student distilled from them ----------------------------

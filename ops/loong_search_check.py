@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from games.gate import Gate
 from games.loong.match import pair_seed
 from games.stats import wilson_interval
 from ops.execution import Executor, WorkItem, cached, gather
@@ -29,6 +30,10 @@ SEARCH_PASS_LOWER = 0.5   # the search check: the searching bot beats the plain 
                           # plain bot"); Wilson 95% lower bound above this
 RELEASE_PASS_LOWER = 0.5  # the release check: Wilson 95% lower bound above 50% against the foil (issue 12)
 RELEASE_MIN_GAMES = 200   # the release check's size at least (issue 12: "over at least 200 games")
+SEARCH_GATE = Gate("search_beats_plain", "expert-0-search's score rate against expert-0 (the same network's top "
+                   "candidate, no search), on every size band and symmetry", bar=SEARCH_PASS_LOWER)
+RELEASE_GATE = Gate("release_beats_foil", "expert-0-search's score rate against the foil, on every size band and "
+                    "symmetry", bar=RELEASE_PASS_LOWER)
 GAMES_A_PART = 4          # games a work item plays (a pair of maps): parts never depend on the workers
 OPPONENTS = ("plain", "foil", "expert-h")
 

@@ -14,9 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.core_teacher import DEFAULT_LEAF, DEFAULT_MODEL, DEFAULT_UNITS, ROLLOUT_ROUNDS, WEIGHTS
+from games.gate import Gate
 from games.stats import wilson_interval
 
 CHECK_PASS_LOWER = 0.5  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
+CHECK_GATE = Gate("teacher_beats_network", "the native teacher's score rate against the plain network it is to "
+                  "improve (expert-0 with the published loong_network_int8; the teacher plays over its dragons)",
+                  bar=CHECK_PASS_LOWER)
 
 
 @dataclass
@@ -137,5 +141,5 @@ def teacher_check(cfg: TeacherConfig, network_path, out_dir, *, executor=None, p
     return m
 
 
-__all__ = ["CHECK_PASS_LOWER", "TEACHER_PROFILES", "TeacherConfig", "TeacherConfigError", "TeacherMatch",
+__all__ = ["CHECK_GATE", "CHECK_PASS_LOWER", "TEACHER_PROFILES", "TeacherConfig", "TeacherConfigError", "TeacherMatch",
            "check_teacher_config", "targets_config", "teacher_check", "teacher_config"]
