@@ -4,7 +4,8 @@ expert-h decisions alone, the kickstart (imitation), the int8 export and the bot
     .venv/bin/python benchmarks/expert0_train.py --out DIR [--games 150] [--rounds 200] [--epochs 4] [--workers 2]
     .venv/bin/python benchmarks/expert0_match.py --network DIR/network/network.npz
 
-Writes DIR/dataset (Parquet shards), DIR/expert-h.parquet (its expert-h rows), DIR/kickstart (the checkpoint) and
+``--imitate teacher``: the native privileged teacher's own games and decisions instead of expert-h's.
+Writes DIR/dataset (Parquet shards), DIR/imitated (the imitated bot's rows), DIR/kickstart (the checkpoint) and
 DIR/network/network.npz (bot.int8_expert.save). About 2.5 min for the dataset on 2 workers and 4-6 min an epoch on
 this 2-core machine (a 146K-decision dataset, 107K of them expert-h's).
 """
@@ -29,6 +30,12 @@ from ops.loong_network import export  # noqa: E402
 PAIRINGS = (("expert-h", "expert-h"), ("expert-h", "foil"), ("expert-h", "expert-h"))
 
 
+def pairings(imitate: str) -> tuple[tuple[str, str], ...]:
+    """``PAIRINGS`` with the imitated bot in expert-h's seats (``teacher``: the native privileged teacher's own
+    games, issue 37 item 1)."""
+    return tuple(tuple(imitate if b == "expert-h" else b for b in pair) for pair in PAIRINGS)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -38,14 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quantised-epochs", type=int, default=0)
     ap.add_argument("--shape", default="v1t2c16")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--imitate", default="expert-h", help="the bot whose own games and decisions are imitated: "
+                                                         "expert-h (default) or teacher[:UNITS[:MODEL]]")
     a = ap.parse_args(argv)
     t0 = time.time()
-    cfg = DatasetConfig(games=a.games, rounds=a.rounds, shard_games=5, seed=7, pairings=PAIRINGS)
+    cfg = DatasetConfig(games=a.games, rounds=a.rounds, shard_games=5, seed=7, pairings=pairings(a.imitate))
     ds = build(cfg, a.out / "dataset", executor=PoolExecutor(a.workers),
                progress=lambda name, done, total: print(f"dataset: {name} done, {done}/{total}", flush=True))
     print("dataset:", ds.summary(), f"{time.time() - t0:.0f} s", flush=True)
-    rows, n = bot_decisions(a.out / "dataset", "expert-h", a.out / "expert-h" / "part-000000.parquet")
-    print(f"expert-h decisions: {n}", flush=True)
+    rows, n = bot_decisions(a.out / "dataset", a.imitate, a.out / "imitated" / "part-000000.parquet")
+    print(f"{a.imitate} decisions: {n}", flush=True)
     k = run(KickstartConfig(shape=a.shape, epochs=a.epochs, quantised_epochs=a.quantised_epochs, batch_size=128,
                             learning_rate=2e-3, holdout=0.1, seed=0, threads=1),
             rows.parent, a.out / "kickstart", None, lambda line: print(line, flush=True))
