@@ -88,7 +88,8 @@ def sim_library(*, sanitize: bool = False, cache: Path | None = None) -> ctypes.
         ("core_sim_turn", [p, p, u32, u32, u32, p], u32), ("core_sim_end_round", [p], None),
         ("core_sim_fatal", [p, p, u32, u32], u32), ("core_sim_ray", [p, p, u32, u32, u32, u32p], u32),
         ("core_sim_scores", [p, u32, u32p], None), ("core_sim_dump", [p, p, p, u32], u32),
-        ("core_sim_size", [], u32), ("core_sim_map_size", [], u32))}
+        ("core_sim_size", [], u32), ("core_sim_map_size", [], u32), ("core_sim_free_steps", [u32], u32),
+        ("core_sim_sprint_reach", [u32], u32), ("core_sim_torus_step", [u32, u32, u32, u32], u32))}
     lib = core_library(SIM_SOURCES, "sim", sigs, sanitize=sanitize, cache=cache)
     if (lib.core_sim_size(), lib.core_sim_map_size()) != (ctypes.sizeof(SimState), ctypes.sizeof(SimMap)):
         raise RuntimeError(f"bot/core/sim.h layout changed: C sizes {lib.core_sim_size()}, {lib.core_sim_map_size()}; "

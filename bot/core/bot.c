@@ -4,6 +4,7 @@
 // The sonar key: EXPERT_H_SECRET_HI / EXPERT_H_SECRET_LO (u64 halves of the 128-bit secret, given with -D by
 // bot/expert_h.py, never a file in git); without them the bot sends no sonar. docs/expert-core-route.md.
 #include "expert_h.h"
+#include "geometry.h"
 
 // Hand-set constants (all placeholders, not fitted).
 enum {
@@ -282,7 +283,7 @@ static void head_risk(const expert_h *h, const uint32_t *end, uint32_t *risk, ui
             continue;
         uint32_t length = t->length_hi > t->length ? t->length_hi : t->length;
         if (length < EH_LENGTH_MIN) length = EH_LENGTH_MIN;
-        uint32_t reach = (length + 3) / 4 + length - 1;
+        uint32_t reach = core_sprint_reach(length);
         if (reach > EH_UNSEEN_REACH) reach = EH_UNSEEN_REACH;
         uint64_t in[4] = {0, 0, 0, 0};
         for (uint32_t k = 0; k < t->n && k < CORE_F_CAP; k++) {
@@ -398,7 +399,7 @@ static void queen_threats(const expert_h *h, const uint32_t *end, uint32_t *thre
         uint32_t length = 0, c = heads[i];
         for (uint32_t k = 0; k < n; k++) length += h->world.cells[now[k]].dragon == t->dragon;
         if (length < EH_LENGTH_MIN) length = EH_LENGTH_MIN;
-        uint32_t reach = (length + 3) / 4 + length - 1;
+        uint32_t reach = core_sprint_reach(length);
         if (reach > EH_REACH_MAX) reach = EH_REACH_MAX;
         reach += ages[i];
         for (uint32_t d = 0; d < 4; d++) {
@@ -467,7 +468,7 @@ static void exposure(const expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
         // a worker is struck only by enemy workers no longer than itself, or any of them when it guards their queen
         if (!queen && (e[i].dragon < 2 || (e[i].length > h->length && !guard))) continue;
         (*seen)++;
-        uint32_t reach = (e[i].length + 3) / 4 + e[i].length - 1;
+        uint32_t reach = core_sprint_reach(e[i].length);
         if (e[i].dragon > 1 && dx + dy <= reach) (*mortal)++;
     }
 }
@@ -670,7 +671,7 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
         if (camps(h)) narrow_ghosts(h, safe, n);
         return 0;
     }
-    uint32_t free = (length + 3) / 4, seen[4], mortal[4], hidden_safe = 0, unreached_safe = 0;
+    uint32_t free = core_free_steps(length), seen[4], mortal[4], hidden_safe = 0, unreached_safe = 0;
     for (uint32_t d = 0; d < 4; d++) {
         uint32_t end = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
         exposure(h, e, ne, end, &seen[d], &mortal[d]);
@@ -765,7 +766,7 @@ static uint32_t guard_strike(expert_h *h, uint32_t n, const uint32_t *end, uint3
     eh_head e[64];
     uint32_t ne = enemy_heads(h, e, 64), pick = n, shortest = 0xFFFF;
     for (uint32_t i = 0; i < ne; i++) {
-        uint32_t reach = (e[i].length + 3) / 4 + e[i].length;
+        uint32_t reach = core_sprint_reach(e[i].length) + 1;
         uint32_t guard = queen != CORE_NO_CELL && manhattan(h, e[i].cell, queen) <= (reach > 6 ? 6 : reach);
         uint32_t trade = EH_TRADE && e[i].length + 1 >= h->length + EH_TRADE;
         if (e[i].dragon >= 2 && (guard || trade)) pick = strike_pick(n, end, e[i].cell, &shortest, pick);

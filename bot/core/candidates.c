@@ -1,6 +1,7 @@
 // Candidates (candidates.h): distances, primitive actions, survival depth, room, the 48-byte records.
 #define LOONG_NO_MAIN  // a library file: the judge's exports belong to the bot (abi.h)
 #include "candidates.h"
+#include "geometry.h"
 
 static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, v), put16(p + 2, v >> 16); }
@@ -8,25 +9,16 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, v), put16(p + 2, v >> 16); 
 uint32_t core_cand_scratch_size(void) { return (uint32_t)sizeof(core_cand_scratch); }
 uint32_t core_survival_units(void) { return CORE_SURVIVAL_UNITS; }
 
-static inline uint32_t neighbour(uint32_t c, uint32_t d, uint32_t width, uint32_t height) {
-    uint32_t x = c % width, y = c / width;
-    if (d == LOONG_N) y = y ? y - 1 : height - 1;
-    else if (d == LOONG_S) y = y + 1 == height ? 0 : y + 1;
-    else if (d == LOONG_E) x = x + 1 == width ? 0 : x + 1;
-    else x = x ? x - 1 : width - 1;
-    return y * width + x;
-}
-
 uint32_t core_cross(const core_world *w, uint32_t c, uint32_t d, uint32_t *to, uint32_t *heading) {
     uint32_t width = w->width, height = w->height;
     const core_cell *m = &w->cells[c];
-    uint32_t v = neighbour(c, d, width, height);
+    uint32_t v = core_torus_step(c, d, width, height);
     if (m->source[CORE_G_EDGES] != CORE_SRC_NONE) {
         uint32_t k = m->edge[d];
         if (k == LOONG_KELP) return 0;
         if (k == LOONG_PORTAL) {  // leaving side (c, d) glued to (b, t): arrive beside b across t, heading t
             uint32_t p = m->partner[d];
-            *to = neighbour(p >> 2, p & 3, width, height), *heading = p & 3;
+            *to = core_torus_step(p >> 2, p & 3, width, height), *heading = p & 3;
             return 1;
         }
         *to = v, *heading = d;
@@ -377,7 +369,7 @@ uint32_t core_candidates(const core_world *w, const uint8_t *obs, uint32_t len, 
                 s->own[cell]++, s->blocked[cell]--, s->len++;
             }
         }
-        uint32_t free = (length + 3) / 4, limit = free + length - 1;
+        uint32_t free = core_free_steps(length), limit = core_sprint_reach(length);
         uint32_t kmax = limit < CORE_SPRINT_MAX ? limit : CORE_SPRINT_MAX;
         if (kmax >= 2) count = sprints(&m, kmax, free, out, cap, count);
     }

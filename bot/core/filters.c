@@ -1,6 +1,7 @@
 // Filters for every other dragon (filters.h; docs/expert-core-filters.md).
 #define LOONG_NO_MAIN  // a library file: the judge's exports belong to the bot (abi.h)
 #include "filters.h"
+#include "geometry.h"
 
 enum { KELP_HEAD = 255, H_UNKNOWN = 4 };
 
@@ -24,15 +25,6 @@ void core_filters_reset(core_filters *f) {
 
 uint32_t core_filters_size(void) { return (uint32_t)sizeof(core_filters); }
 
-static inline uint32_t plain(uint32_t c, uint32_t d, uint32_t W, uint32_t H) {
-    uint32_t x = c % W, y = c / W;
-    if (d == LOONG_N) y = y ? y - 1 : H - 1;
-    else if (d == LOONG_S) y = y + 1 == H ? 0 : y + 1;
-    else if (d == LOONG_E) x = x + 1 == W ? 0 : x + 1;
-    else x = x ? x - 1 : W - 1;
-    return y * W + x;
-}
-
 // The crossing table over the remembered map: a side known from its own cell, else from the cell across it
 // (an edge's two sides agree; a portal side's partner gives the crossing of the side facing it); unknown: open.
 static void build_crossings(core_filters *f, const core_world *w) {
@@ -50,7 +42,7 @@ static void build_crossings(core_filters *f, const core_world *w) {
                 head = KELP_HEAD;
             } else if (e == LOONG_PORTAL) {
                 uint32_t p = m->partner[d];
-                to = plain(p >> 2, p & 3, W, H), head = p & 3;
+                to = core_torus_step(p >> 2, p & 3, W, H), head = p & 3;
             } else if (e == CORE_EDGE_UNKNOWN) {
                 const core_cell *q = &w->cells[to];
                 uint32_t e2 = q->edge[d ^ 2];
@@ -185,7 +177,7 @@ static void sprint_cells(core_filters *f, core_track *t, uint32_t K, uint64_t to
 // support (sprint_cells), K = ceil(L/4) + L - 1.
 static void predict_round(core_filters *f, core_track *t, uint32_t round) {
     uint32_t Lhi = length_high(t, round), Llo = t->length ? t->length : 1;
-    uint32_t K = (Lhi + 3) / 4 + Lhi - 1;
+    uint32_t K = core_sprint_reach(Lhi);
     if (K > CORE_F_MAX_SPRINT) K = CORE_F_MAX_SPRINT;
     uint32_t sprint = K >= 2 ? CORE_F_SPRINT_Q16 : 0;
     uint32_t move = CORE_F_Q16 - CORE_F_STAY_Q16 - sprint;

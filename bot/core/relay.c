@@ -1,6 +1,7 @@
 // Sonar into the belief, and relays (relay.h): receive, merge, choose and send. Rules: docs/expert-core-relay.md.
 #define LOONG_NO_MAIN  // a library file: the judge's exports belong to the bot (abi.h)
 #include "relay.h"
+#include "geometry.h"
 
 static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, v), put16(p + 2, v >> 16); }
@@ -25,15 +26,6 @@ static int ready(core_relay *r, const core_world *w) {
 }
 
 // ---- merge ----
-
-static uint32_t neighbour(uint32_t c, uint32_t d, uint32_t width, uint32_t height) {
-    uint32_t x = c % width, y = c / width;
-    if (d == LOONG_N) y = y ? y - 1 : height - 1;
-    else if (d == LOONG_S) y = y + 1 == height ? 0 : y + 1;
-    else if (d == LOONG_E) x = x + 1 == width ? 0 : x + 1;
-    else x = x ? x - 1 : width - 1;
-    return y * width + x;
-}
 
 // A portal side's partner from the index of known portal sides pointing at it; CORE_PARTNER_NONE if none.
 static uint32_t partner_of(const core_relay *r, uint32_t c, uint32_t d) {
@@ -84,7 +76,7 @@ static uint32_t merge_edges(core_relay *r, core_world *w, uint32_t cell, const s
         kind[d] = (rec->value >> (2 * d)) & 3u;
         partner[d] = CORE_PARTNER_NONE;
         // the same edge seen from across it by own sight has the same kind (docs/expert-core.md, CORE_ERR_CELL)
-        const core_cell *n = &w->cells[neighbour(cell, d, w->width, w->height)];
+        const core_cell *n = &w->cells[core_torus_step(cell, d, w->width, w->height)];
         if (n->source[CORE_G_EDGES] == CORE_SRC_SIGHT && n->edge[d ^ 2u] != kind[d])
             return CORE_MERGE_SIGHT;
     }

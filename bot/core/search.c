@@ -3,7 +3,7 @@
 #include "search.h"
 
 #include "route.h"
-#include "torus.h"
+#include "geometry.h"
 
 #ifdef CORE_SEARCH_CLOCK
 static int64_t points_left(void) { return loong_points_left(); }
@@ -82,15 +82,6 @@ static uint64_t isqrt64(uint64_t v) {  // floor(sqrt(v)), bit by bit
         bit >>= 2;
     }
     return r;
-}
-
-static uint32_t plain_cell(uint32_t c, uint32_t d, uint32_t w, uint32_t h) {
-    uint32_t x = c % w, y = c / w;
-    if (d == 0) y = y ? y - 1 : h - 1;
-    else if (d == 1) x = x + 1 == w ? 0 : x + 1;
-    else if (d == 2) y = y + 1 == h ? 0 : y + 1;
-    else x = x ? x - 1 : w - 1;
-    return y * w + x;
 }
 
 // The network's raw score as a Q16 logit (real = raw * 2^-exp), clamped to int32.
@@ -172,12 +163,12 @@ static uint32_t build_map(core_search *s, const core_planes_dragon *d) {
     for (uint32_t c = 0; c < N; c++)  // the side across, as seen
         for (uint32_t k = 0; k < 4; k++) {
             if (s->kind[4 * c + k] != CORE_EDGE_UNKNOWN) continue;
-            uint32_t x = plain_cell(c, k, W, H), e = w->cells[x].edge[k ^ 2], p = w->cells[x].partner[k ^ 2];
+            uint32_t x = core_torus_step(c, k, W, H), e = w->cells[x].edge[k ^ 2], p = w->cells[x].partner[k ^ 2];
             if (e == LOONG_OPEN || e == LOONG_KELP) {
                 s->kind[4 * c + k] = (uint8_t)e;
             } else if (e == LOONG_PORTAL && p < 4 * N) {  // glued edge: the far side's other cell, reversed
                 s->kind[4 * c + k] = LOONG_PORTAL;
-                s->partner[4 * c + k] = (uint16_t)(4 * plain_cell(p >> 2, p & 3, W, H) + ((p & 3) ^ 2));
+                s->partner[4 * c + k] = (uint16_t)(4 * core_torus_step(p >> 2, p & 3, W, H) + ((p & 3) ^ 2));
             }
         }
     uint32_t n_spawns = 0, sym_asked = 0;

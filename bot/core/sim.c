@@ -3,6 +3,7 @@
 // hold them equal.
 #define LOONG_NO_MAIN  // a library file: the judge's exports belong to the bot (abi.h)
 #include "sim.h"
+#include "geometry.h"
 
 _Static_assert(CORE_MAX_CELLS <= CORE_SIM_NO_CELL, "cells fit the links");
 _Static_assert(CORE_SIM_HANDLES <= 256, "handles fit a byte");
@@ -46,17 +47,11 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, v), put16(p + 2, v >> 16); 
 
 uint32_t core_sim_size(void) { return (uint32_t)sizeof(core_sim); }
 uint32_t core_sim_map_size(void) { return (uint32_t)sizeof(core_sim_map); }
+uint32_t core_sim_free_steps(uint32_t length) { return core_free_steps(length); }
+uint32_t core_sim_sprint_reach(uint32_t length) { return core_sprint_reach(length); }
+uint32_t core_sim_torus_step(uint32_t c, uint32_t d, uint32_t w, uint32_t h) { return core_torus_step(c, d, w, h); }
 
 // -- the map ------------------------------------------------------------------------------------------------------
-static uint32_t plain(uint32_t c, uint32_t d, uint32_t w, uint32_t h) {
-    uint32_t x = c % w, y = c / w;
-    if (d == LOONG_N) y = y ? y - 1 : h - 1;
-    else if (d == LOONG_E) x = x + 1 == w ? 0 : x + 1;
-    else if (d == LOONG_S) y = y + 1 == h ? 0 : y + 1;
-    else x = x ? x - 1 : w - 1;
-    return y * w + x;
-}
-
 // LoongMap._build_tables: t_cell / t_head, kelp marked in xdir.
 void core_sim_map_build(core_sim_map *m, uint32_t width, uint32_t height, const uint8_t *kind,
                         const uint16_t *partner, uint32_t n_spawns, const uint16_t *spawn_cell,
@@ -68,10 +63,10 @@ void core_sim_map_build(core_sim_map *m, uint32_t width, uint32_t height, const 
         uint32_t c = k >> 2, d = k & 3;
         if (kind[k] == LOONG_PORTAL) {
             uint32_t p = partner[k];
-            m->xto[k] = (uint16_t)plain(p >> 2, p & 3, width, height);
+            m->xto[k] = (uint16_t)core_torus_step(p >> 2, p & 3, width, height);
             m->xdir[k] = (uint8_t)(p & 3);
         } else {
-            m->xto[k] = (uint16_t)plain(c, d, width, height);
+            m->xto[k] = (uint16_t)core_torus_step(c, d, width, height);
             m->xdir[k] = kind[k] == LOONG_KELP ? (uint8_t)CORE_SIM_KELP : (uint8_t)d;
         }
     }
@@ -364,7 +359,7 @@ uint32_t core_sim_turn(core_sim *s, const core_sim_map *m, uint32_t h, uint32_t 
     core_sim_dragon *d = &s->d[h];
     uint32_t out = 0, length = d->length, team = d->team;
     s->born = CORE_SIM_NONE, s->cause = CORE_SIM_CAUSE_NONE, s->other = CORE_SIM_NONE;
-    uint32_t valid = 0, free_steps = (length + 3) / 4;  // F = ceil(L / 4)
+    uint32_t valid = 0, free_steps = core_free_steps(length);
     if (kind == LOONG_MOVE) {
         valid = arg < 4;
     } else if (kind == LOONG_SPRINT) {

@@ -153,3 +153,7 @@ uint32_t core_sim_standing(const core_sim *s, uint32_t team, const uint32_t weig
 uint32_t core_sim_dump(const core_sim *s, const core_sim_map *m, uint8_t *out, uint32_t cap);
 uint32_t core_sim_size(void);
 uint32_t core_sim_map_size(void);
+// geometry.h's rules, exported for the conformance test against games/loong (tests/bot/core/test_geometry.py).
+uint32_t core_sim_free_steps(uint32_t length);
+uint32_t core_sim_sprint_reach(uint32_t length);
+uint32_t core_sim_torus_step(uint32_t c, uint32_t d, uint32_t w, uint32_t h);

@@ -2,7 +2,7 @@
 #define LOONG_NO_MAIN  // a core file: no ABI exports (abi.h)
 #include "teacher.h"
 
-#include "torus.h"
+#include "geometry.h"
 
 
 // -- the generator (splitmix64) -----------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ static void add_action(core_teacher *t, uint32_t kind, uint32_t arg, const uint8
 enum { UNREACHED = 0xFFFFFFFFu, FIRST_STEP = 0x80000000u };
 
 static void list_sprints(core_teacher *t, const core_sim *s, const core_sim_map *m, const core_sim_dragon *d) {
-    uint32_t free_steps = (d->length + 3u) / 4u, limit = free_steps + d->length - 1u;
+    uint32_t limit = core_sprint_reach(d->length);
     if (limit > CORE_TEACHER_SPRINT_STEPS) limit = CORE_TEACHER_SPRINT_STEPS;
     if (limit < 2) return;
     uint32_t n = m->cells * 4, head = 0, tail = 0, listed = 0;
@@ -174,7 +174,7 @@ static uint32_t same_action(const core_teacher_action *a, const core_teacher_act
 static uint32_t list_actions(core_teacher *t, const core_sim *s, const core_sim_map *m) {
     const core_sim_dragon *d = &s->d[t->actor];
     uint32_t can_split = s->living[d->team] < CORE_SIM_TEAM_CAP && d->length > 1;
-    uint32_t sprint_max = (d->length + 3u) / 4u + d->length - 1u;  // the rules' F + L - 1
+    uint32_t sprint_max = core_sprint_reach(d->length);
     t->n_actions = 0;
     if (t->given_only && t->n_given == 0) return CORE_TEACHER_BAD_GIVEN;
     for (uint32_t i = 0; i < t->n_given; i++) {
@@ -253,7 +253,7 @@ static uint32_t flood(core_teacher *t, const core_sim *s, const core_sim_map *m,
 
 // A dragon's sprint reach: the rules' longest sprint, F + L - 1 steps (one step for length 1), capped.
 static uint32_t reach(const core_sim_dragon *d) {
-    uint32_t r = (d->length + 3u) / 4u + d->length - 1u;
+    uint32_t r = core_sprint_reach(d->length);
     if (r < 1) r = 1;
     return r > CORE_TEACHER_SPRINT_STEPS ? CORE_TEACHER_SPRINT_STEPS : r;
 }
@@ -392,7 +392,7 @@ void core_teacher_policy(core_teacher *t, const core_sim *s, const core_sim_map 
         out->kind = LOONG_MOVE, out->arg = (uint8_t)greedy_move(t, s, m, h, r, &score);
         // a queen with no unthreatened move escapes by sprint: free steps and one paid (the foil's escape sprints)
         if (d->queen && score < CORE_TEACHER_THREAT / 2 && d->length > 1) {
-            uint32_t limit = (d->length + 3u) / 4u + 1u;
+            uint32_t limit = core_free_steps(d->length) + 1u;
             local_route(t, s, m, h, limit < 2 ? 2 : limit, ROUTE_ESCAPE, out);
         }
         return;
