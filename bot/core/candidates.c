@@ -229,17 +229,6 @@ static uint32_t emit(uint8_t *out, uint32_t cap, uint32_t count, const cand *c, 
     return count + 1;
 }
 
-static int obs_ok(const core_world *w, const uint8_t *o, uint32_t len) {
-    if (w->width == 0 || len < LOONG_BODY_OFFSET) return 0;
-    uint32_t length = loong_length(o), inbox = loong_inbox_count(o);
-    if (len != LOONG_BODY_OFFSET + ((2 * length + 7) & ~7u) + LOONG_INBOX_ENTRY * inbox) return 0;
-    if (loong_round(o) != w->round || loong_id(o) != w->dragon_id || loong_width(o) != w->width
-        || loong_height(o) != w->height || length == 0 || length > CORE_MAX_CELLS)
-        return 0;
-    for (uint32_t i = 0; i < length; i++)
-        if (loong_body_x(o, (int)i) >= w->width || loong_body_y(o, (int)i) >= w->height) return 0;
-    return 1;
-}
 
 static void setup(const core_world *w, const uint8_t *o, core_cand_scratch *s) {
     uint32_t cells = (uint32_t)w->width * w->height, self = w->dragon_id;
@@ -342,7 +331,7 @@ static uint32_t escape(const core_world *w, core_cand_scratch *s, const cand *mo
 
 uint32_t core_candidates(const core_world *w, const uint8_t *obs, uint32_t len, uint32_t request,
                          core_cand_scratch *s, core_budget *b, uint8_t *out, uint32_t cap) {
-    if (!obs_ok(w, obs, len)) return 0;
+    if (!core_obs_ok(w, obs, len)) return 0;
     setup(w, obs, s);
     sim m = {.w = w, .s = s, .b = b, .n = 0, .heading = loong_heading(obs), .grew = 0};
     uint32_t count = 0, length = loong_length(obs), heading = loong_heading(obs);

@@ -174,20 +174,6 @@ static void stable(const ctx *c, const core_planes_scratch *s, uint32_t cell, ui
     o[CORE_PC_Y] = (uint8_t)((127 * y + (c->H - 1) / 2) / (c->H - 1));
 }
 
-static int obs_ok(const core_world *w, const uint8_t *o, uint32_t len) {
-    if (w->width < CORE_MIN_SIDE || w->height < CORE_MIN_SIDE || w->width > CORE_MAX_SIDE
-        || w->height > CORE_MAX_SIDE || w->last_code != CORE_OK || len < LOONG_BODY_OFFSET)
-        return 0;
-    if (loong_u32(o) != CORE_OBS_MAGIC || loong_u32(o + 8) != len) return 0;
-    uint32_t length = loong_length(o), inbox = loong_inbox_count(o);
-    if (len != LOONG_BODY_OFFSET + ((2 * length + 7) & ~7u) + LOONG_INBOX_ENTRY * inbox) return 0;
-    if (loong_round(o) != w->round || loong_id(o) != w->dragon_id || loong_width(o) != w->width
-        || loong_height(o) != w->height || loong_team(o) != w->team || length == 0 || length > CORE_MAX_CELLS)
-        return 0;
-    for (uint32_t i = 0; i < length; i++)
-        if (loong_body_x(o, (int)i) >= w->width || loong_body_y(o, (int)i) >= w->height) return 0;
-    return 1;
-}
 
 // Overview block b of a side of n cells: [b * n / 15, max((b + 1) * n / 15, that + 1)).
 static void block(uint32_t b, uint32_t n, uint32_t *lo, uint32_t *hi) {
@@ -506,7 +492,7 @@ static void scalars_of(const ctx *c, const core_planes_scratch *s, uint8_t *sc) 
 
 uint32_t core_planes_write(const core_planes_belief *b, const uint8_t *obs, uint32_t len, core_planes_scratch *s,
                            uint8_t *crop, uint8_t *overview, uint8_t *scalars) {
-    if (!b || !b->world || !obs || !obs_ok(b->world, obs, len)) return 0;
+    if (!b || !b->world || !obs || !core_obs_ok(b->world, obs, len)) return 0;
     const core_world *w = b->world;
     ctx c = {.w = w, .obs = obs, .W = w->width, .H = w->height, .cells = (uint32_t)w->width * w->height,
              .round = w->round, .self = w->dragon_id};
@@ -543,7 +529,7 @@ static uint8_t offset_byte(int32_t v) { return (uint8_t)(v < -64 ? 0 : v > 63 ? 
 uint32_t core_planes_candidate(const core_world *w, const uint8_t *obs, uint32_t len, const uint8_t *rec,
                                uint8_t *out) {
     for (uint32_t i = 0; i < CORE_CAND_FEATURES; i++) out[i] = 0;
-    if (!w || !obs || !rec || !obs_ok(w, obs, len)) return CORE_PLANES_NO_TAP;
+    if (!w || !obs || !rec || !core_obs_ok(w, obs, len)) return CORE_PLANES_NO_TAP;
     uint32_t W = w->width, H = w->height, cells = W * H;
     uint32_t end = (uint32_t)(rec[6] | rec[7] << 8), target = (uint32_t)(rec[4] | rec[5] << 8);
     uint32_t f = loong_heading(obs) <= 3 ? loong_heading(obs) : 0;
@@ -578,7 +564,7 @@ uint32_t core_planes_candidate(const core_world *w, const uint8_t *obs, uint32_t
 }
 
 uint32_t core_planes_crop_cells(const core_world *w, const uint8_t *obs, uint32_t len, uint16_t *cells) {
-    if (!w || !obs || !cells || !obs_ok(w, obs, len)) return CORE_PLANES_NO_FACING;
+    if (!w || !obs || !cells || !core_obs_ok(w, obs, len)) return CORE_PLANES_NO_FACING;
     uint32_t W = w->width, H = w->height, hx = loong_body_x(obs, 0), hy = loong_body_y(obs, 0), R = CORE_CROP / 2;
     uint32_t f = loong_heading(obs) <= 3 ? loong_heading(obs) : 0;  // crop_of's facing
     for (uint32_t r = 0; r < CORE_CROP; r++)

@@ -222,3 +222,18 @@ uint32_t core_world_batch(core_world *w, const uint8_t *obs, uint32_t obs_len, c
     }
     return n;
 }
+
+int core_obs_ok(const core_world *w, const uint8_t *o, uint32_t len) {
+    if (w->width < CORE_MIN_SIDE || w->height < CORE_MIN_SIDE || w->width > CORE_MAX_SIDE
+        || w->height > CORE_MAX_SIDE || w->last_code != CORE_OK || len < LOONG_BODY_OFFSET)
+        return 0;
+    if (loong_u32(o) != CORE_OBS_MAGIC || loong_u32(o + 8) != len) return 0;
+    uint32_t length = loong_length(o), inbox = loong_inbox_count(o);
+    if (len != LOONG_BODY_OFFSET + ((2 * length + 7) & ~7u) + LOONG_INBOX_ENTRY * inbox) return 0;
+    if (loong_round(o) != w->round || loong_id(o) != w->dragon_id || loong_width(o) != w->width
+        || loong_height(o) != w->height || loong_team(o) != w->team || length == 0 || length > CORE_MAX_CELLS)
+        return 0;
+    for (uint32_t i = 0; i < length; i++)
+        if (loong_body_x(o, (int)i) >= w->width || loong_body_y(o, (int)i) >= w->height) return 0;
+    return 1;
+}

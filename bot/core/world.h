@@ -114,3 +114,6 @@ uint32_t core_world_batch(core_world *w, const uint8_t *obs, uint32_t obs_len, c
                           uint32_t n, uint8_t *out, uint32_t stride, uint8_t *codes);
 // sizeof(core_world), for callers that allocate it.
 uint32_t core_world_size(void);
+// Whether obs[0 .. len) is the observation w was last updated with (its sizes, header, round, dragon, team, body on
+// the board), w in a good state: the one check before candidates and planes read an observation.
+int core_obs_ok(const core_world *w, const uint8_t *obs, uint32_t len);
