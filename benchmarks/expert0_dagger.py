@@ -27,47 +27,55 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.expert0_train import PAIRINGS as BASE_PAIRINGS  # noqa: E402
+from benchmarks.expert0_train import pairings as base_pairings  # noqa: E402
 from ops.execution import PoolExecutor  # noqa: E402
 from ops.loong_dataset import DatasetConfig, build, load_dataset  # noqa: E402
 
-LABELLER = "expert-h"
+LABELLER = "expert-h"  # the default labeller (--labeller: teacher, the native privileged teacher)
 GAME_OFFSET = 1_000_000  # round r's game g is game r * GAME_OFFSET + g in DIR/rows
+
+
+def same_config(cfg: DatasetConfig, folder: Path) -> bool:
+    """Whether ``folder`` holds the dataset of ``cfg`` (its config.json, the builds' ids aside)."""
+    import json
+    from dataclasses import asdict
+
+    doc = folder / "config.json"
+    if not doc.exists():
+        return False
+    have = json.loads(doc.read_text())
+    have.pop("build_ids", None)
+    return have == json.loads(json.dumps(asdict(cfg)))
 
 
 def built(cfg: DatasetConfig, folder: Path, what: str, workers: int) -> None:
     """The dataset of ``cfg`` in ``folder``: kept when its config.json is this config's (the same bytes), else
     built."""
-    import json
-    from dataclasses import asdict
-
-    doc = folder / "config.json"
-    if doc.exists():
-        have = json.loads(doc.read_text())
-        have.pop("build_ids", None)
-        if have == json.loads(json.dumps(asdict(cfg))):
-            print(f"{what}: kept {folder} (the same config)", flush=True)
-            return
+    if same_config(cfg, folder):
+        print(f"{what}: kept {folder} (the same config)", flush=True)
+        return
     ds = build(cfg, folder, executor=PoolExecutor(workers), progress=_progress(what))
     print(f"{what}:", ds.summary(), flush=True)
 
 
-def base_rows(out: Path, games: int, rounds: int, workers: int, keep: int) -> Path:
-    """DIR/rows/part-000000.parquet: expert-h's decisions of expert0_train's dataset (rebuilt when missing), of the
-    games g with g mod 5 < ``keep`` (memory: 306K decisions did not fit 24 GiB in training; 222K did)."""
+def base_rows(out: Path, games: int, rounds: int, workers: int, keep: int, labeller: str = LABELLER) -> Path:
+    """DIR/rows/part-000000.parquet: the labeller's decisions of expert0_train's dataset (``--imitate`` the
+    labeller: DIR/dataset when its config is this one, else rebuilt in DIR/base), of the games g with g mod 5 <
+    ``keep`` (memory: 306K decisions did not fit 24 GiB in training; 222K did)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = out / "rows" / "part-000000.parquet"
-    cfg = DatasetConfig(games=games, rounds=rounds, shard_games=5, seed=7, pairings=BASE_PAIRINGS)
-    built(cfg, out / "base", "base dataset", workers)
-    table = load_dataset(out / "base")
-    mask = (np.array(table["bot"].to_pylist()) == LABELLER) & (table["game"].to_numpy() % 5 < keep)
+    cfg = DatasetConfig(games=games, rounds=rounds, shard_games=5, seed=7, pairings=base_pairings(labeller))
+    folder = out / "dataset" if same_config(cfg, out / "dataset") else out / "base"
+    built(cfg, folder, "base dataset", workers)
+    table = load_dataset(folder)
+    mask = (np.array(table["bot"].to_pylist()) == labeller) & (table["game"].to_numpy() % 5 < keep)
     mine = table.filter(pa.array(mask))
     rows.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(mine, rows)
-    print(f"base rows: {mine.num_rows} expert-h decisions of games g mod 5 < {keep}", flush=True)
+    print(f"base rows: {mine.num_rows} {labeller} decisions of games g mod 5 < {keep}", flush=True)
     return rows
 
 
@@ -90,9 +98,10 @@ def dagger_round(out: Path, r: int, network: Path, kickstart: Path, a) -> tuple[
     here = out / f"dagger-{r}"
     b = build_expert0(out / "builds", load(network))
     me = f"build:{b.id}"
-    pairings = ((me, LABELLER), (me, "foil"), (me, LABELLER))
+    rival = "expert-h" if a.labeller.startswith("teacher") else a.labeller  # a privileged labeller is no rival
+    pairings = ((me, rival), (me, "foil"), (me, rival))
     cfg = DatasetConfig(games=a.games, rounds=a.rounds, shard_games=5, seed=100 + r, pairings=pairings,
-                        builds=str(out / "builds"), labeller=LABELLER)
+                        builds=str(out / "builds"), labeller=a.labeller)
     t0 = time.time()
     built(cfg, here / "dataset", f"round {r} dataset", a.workers)
     table = load_dataset(here / "dataset")
@@ -101,7 +110,7 @@ def dagger_round(out: Path, r: int, network: Path, kickstart: Path, a) -> tuple[
           f"{time.time() - t0:.0f} s", flush=True)
     game = table.schema.get_field_index("game")
     table = table.set_column(game, "game", pa.array(table["game"].to_numpy() + np.int32(r * GAME_OFFSET), pa.int32()))
-    pq.write_table(table.filter(pc.equal(table["bot"], LABELLER)), out / "rows" / f"part-{r:06d}.parquet")
+    pq.write_table(table.filter(pc.equal(table["bot"], a.labeller)), out / "rows" / f"part-{r:06d}.parquet")
     del table, played  # memory: the training reads the rows again
     k = run(KickstartConfig(shape=a.shape, epochs=a.epochs, quantised_epochs=0, batch_size=128, learning_rate=a.lr,
                             holdout=0.1, seed=0, threads=1, init=str(kickstart)),
@@ -128,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=5e-4, help="fine-tuning learning rate (placeholder)")
     ap.add_argument("--shape", default="v1t2c16")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--labeller", default=LABELLER, help="the bot whose choices label expert-0's positions (and "
+                                                         "whose own decisions are the base rows): expert-h or "
+                                                         "teacher[:UNITS[:MODEL]] (expert0_train.py --imitate)")
     a = ap.parse_args(argv)
     if a.iterations < 1 or a.games < 1 or a.epochs < 1:
         ap.error("--iterations, --games and --epochs must be at least 1")
@@ -136,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         if not f.is_file():
             ap.error(f"{f}: missing (run benchmarks/expert0_train.py --out {a.out} first)")
     t0 = time.time()
-    base_rows(a.out, a.base_games, a.rounds, a.workers, a.base_keep)
+    base_rows(a.out, a.base_games, a.rounds, a.workers, a.base_keep, a.labeller)
     for r in range(1, a.iterations + 1):
         kickstart, network = dagger_round(a.out, r, network, kickstart, a)
     print(f"DAgger: {a.iterations} round(s), network {network}; {time.time() - t0:.0f} s in all", flush=True)
