@@ -310,10 +310,14 @@ def test_selfplay_gives_the_same_replays_in_process_and_on_two_workers(tmp_path)
     assert (one.wins, one.turns) == (two.wins, two.turns)
 
 
-def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_local_pool(tmp_path, monkeypatch):
+def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_local_pool(tmp_path, monkeypatch,
+                                                                                           network):
     from dataclasses import replace
 
     from ops import celldiv_teacher
+    from ops import loong_teacher_targets as targets
+
+    targets_cfg = targets.profile_config("test", replays=False)
 
     config = celldiv_league.LeagueConfig(players=("random", "easy", "medium"), games=4, sizes="4", seed=5)
     teacher_config = replace(celldiv_teacher.PROFILES["test"], iterations=1)
@@ -330,6 +334,7 @@ def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_
                                                             executor=ray)
         assert on_ray_data.read_bytes() == here.read_bytes()  # the dataset: the same bytes
         on_ray_shards = loong_dataset.build(DATASET, tmp_path / "shards-ray", executor=ray).shards
+        targets.run(targets_cfg, network[1], tmp_path / "targets-ray", executor=ray)  # the native teacher's targets
         shutdown_ray()
         assert any((home / "ray").glob("session_*"))  # the local Ray kept its files under ARENA_HOME
     finally:
@@ -341,6 +346,9 @@ def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_
     here_shards = loong_dataset.build(DATASET, tmp_path / "shards-here").shards
     assert len(here_shards) == 2 and [p.read_bytes() for p in on_ray_shards] == [p.read_bytes() for p in here_shards]
     assert len(ray_games.replays) == 3 and replay_bytes(ray_games) == replay_bytes(local_games)
+    here_targets = targets.run(targets_cfg, network[1], tmp_path / "targets-here")
+    assert here_targets.decisions > 0 and [p.read_bytes() for p in here_targets.paths] == [
+        p.read_bytes() for p in sorted((tmp_path / "targets-ray").glob("part-*.parquet"))]
 
 
 def victim_and_killer(tmp_path: Path) -> tuple[list[WorkItem], list[int], threading.Thread]:
