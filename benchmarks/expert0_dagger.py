@@ -28,24 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.expert0_train import pairings as base_pairings  # noqa: E402
+from benchmarks.expert0_train import same_config  # noqa: E402
 from ops.execution import PoolExecutor  # noqa: E402
 from ops.loong_dataset import DatasetConfig, build, load_dataset  # noqa: E402
 
 LABELLER = "expert-h"  # the default labeller (--labeller: teacher, the native privileged teacher)
 GAME_OFFSET = 1_000_000  # round r's game g is game r * GAME_OFFSET + g in DIR/rows
-
-
-def same_config(cfg: DatasetConfig, folder: Path) -> bool:
-    """Whether ``folder`` holds the dataset of ``cfg`` (its config.json, the builds' ids aside)."""
-    import json
-    from dataclasses import asdict
-
-    doc = folder / "config.json"
-    if not doc.exists():
-        return False
-    have = json.loads(doc.read_text())
-    have.pop("build_ids", None)
-    return have == json.loads(json.dumps(asdict(cfg)))
 
 
 def built(cfg: DatasetConfig, folder: Path, what: str, workers: int) -> None:
