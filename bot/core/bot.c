@@ -426,7 +426,6 @@ static uint32_t walk_toward(expert_h *h, uint32_t q, uint32_t beyond, uint32_t w
     return 1;
 }
 // A candidate record's 16-bit little-endian field at byte `at` (4 the target, 6 the end cell, 10 the route length).
-static uint32_t rec16(const uint8_t *c, uint32_t at) { return (uint32_t)c[at] | (uint32_t)c[at + 1] << 8; }
 
 // Out of sight (EH_HIDE). Queens act first in a round and every other dragon acts at most once before her next
 // turn, from where she saw it: a dragon sees her head at its turn only if her head is within its 7 x 7 window
@@ -477,15 +476,15 @@ static void exposure(const expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
 // EH_SIGHT: among the safe moves the least sight risk, but the nearest pearl's move when within EH_SIGHT_OK of it.
 static void narrow_sight(const expert_h *h, uint32_t *safe, uint32_t n) {
     uint32_t end[4], risk[4], least = 0xFFFFFFFFu;
-    for (uint32_t d = 0; d < 4; d++) end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+    for (uint32_t d = 0; d < 4; d++) end[d] = core_rec_end(rec(d));
     head_risk(h, end, risk, 1);
     for (uint32_t d = 0; d < 4; d++)
         if (safe[d] && risk[d] < least) least = risk[d];
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
-        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]]) continue;
-        if (risk[c[2]] <= least + EH_SIGHT_OK) {
-            for (uint32_t d = 0; d < 4; d++) safe[d] = d == c[2];
+        if (core_rec_generator(c) != CORE_GEN_HARVEST || core_rec_arg(c) > 3 || !safe[core_rec_arg(c)]) continue;
+        if (risk[core_rec_arg(c)] <= least + EH_SIGHT_OK) {
+            for (uint32_t d = 0; d < 4; d++) safe[d] = d == core_rec_arg(c);
             return;
         }
         break;
@@ -505,7 +504,7 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     if (!EH_GHOST_MEMORY && !EH_STRIP) return;
     uint32_t w = h->world.width, hh = h->world.height, cells = w * hh, round = h->world.round;
     uint32_t score[4] = {0, 0, 0, 0}, end[4];
-    for (uint32_t d = 0; d < 4; d++) end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+    for (uint32_t d = 0; d < 4; d++) end[d] = core_rec_end(rec(d));
     uint32_t gc[32], ga[32], gd[32], ng = 0, now_ids[64], nn = 0;
     for (uint32_t c = 0; c < cells; c++) {
         const core_cell *t = &h->world.cells[c];
@@ -530,7 +529,7 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
         near_ghost |= !EH_ALERT_RADIUS || manhattan(h, gc[i], h->head) <= EH_ALERT_RADIUS;
     uint32_t alert = !EH_STRIP_ALERT || nn > 0 || near_ghost || (EH_QUEEN_GROW && h->length >= EH_QUEEN_GROW) ||
                      cells <= EH_ALERT_CELLS;  // on a board this small enemies are never far: always
-    for (uint32_t i = 4; EH_EXPLORE && i < n && !alert; i++) alert = rec(i)[1] == CORE_GEN_HARVEST;
+    for (uint32_t i = 4; EH_EXPLORE && i < n && !alert; i++) alert = core_rec_generator(rec(i)) == CORE_GEN_HARVEST;
     for (uint32_t c = 0; EH_EXPLORE && c < cells && !alert; c++)  // EH_EXPLORE: a goal known keeps it too
         alert = h->world.cells[c].source[CORE_G_SPAWN] != CORE_SRC_NONE && h->world.cells[c].period > 0;
     for (uint32_t c = 0; c < cells && !alert; c++) {  // ... seen or reported in the last EH_STRIP_ALERT rounds
@@ -566,15 +565,17 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     uint32_t feed = h->world.is_queen ? EH_QUEEN_FEED : EH_CHAMPION_FEED;
     for (uint32_t i = 4; feed && i < n; i++) {
         const uint8_t *c = rec(i);
-        if (c[1] != CORE_GEN_HARVEST || c[2] > 3 || !safe[c[2]] || rec16(c, 10) > feed) continue;
+        if (core_rec_generator(c) != CORE_GEN_HARVEST || core_rec_arg(c) > 3 || !safe[core_rec_arg(c)]
+            || core_rec_route(c) > feed)
+            continue;
         uint32_t least = 0xFFFFFFFFu;
         for (uint32_t d = 0; d < 4; d++)
             if (safe[d] && score[d] / 64 < least) least = score[d] / 64;
         uint32_t fewest = 0xFFFFFFFFu;
         for (uint32_t d = 0; d < 4; d++)
             if (safe[d] && score[d] / 64 == least && score[d] % 64 < fewest) fewest = score[d] % 64;
-        if (score[c[2]] / 64 == least && score[c[2]] % 64 <= fewest + EH_STRIP_SLACK) {
-            for (uint32_t d = 0; d < 4; d++) safe[d] = d == c[2];
+        if (score[core_rec_arg(c)] / 64 == least && score[core_rec_arg(c)] % 64 <= fewest + EH_STRIP_SLACK) {
+            for (uint32_t d = 0; d < 4; d++) safe[d] = d == core_rec_arg(c);
             return;
         }
         break;
@@ -582,7 +583,7 @@ static void narrow_ghosts(const expert_h *h, uint32_t *safe, uint32_t n) {
     if (EH_GOAL_SLACK) {  // the goal: toward the nearest remembered pearl, else the nearest known spawn tile
         uint32_t goal = 4, cells = (uint32_t)h->world.width * h->world.height, best = CORE_DIST_NONE;
         for (uint32_t i = 4; i < n && goal == 4; i++)
-            if (rec(i)[1] == CORE_GEN_HARVEST && rec(i)[2] < 4) goal = rec(i)[2];
+            if (core_rec_generator(rec(i)) == CORE_GEN_HARVEST && core_rec_arg(rec(i)) < 4) goal = core_rec_arg(rec(i));
         if (goal == 4)
             for (uint32_t c = 0; c < cells; c++) {
                 const core_cell *t = &h->world.cells[c];
@@ -634,8 +635,9 @@ static uint32_t far_sprint(expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
     if (!any_worker || free < 2) return 0;
     for (uint32_t d = 0; d < 4; d++) {
         if (!safe[d]) continue;
-        uint32_t m = margin(h, e, ne, rec16(rec(d), 6));
-        uint32_t dd = rec(d)[12] >= 6 ? 6 : rec(d)[12], rr = rec(d)[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : rec(d)[13];
+        uint32_t m = margin(h, e, ne, core_rec_end(rec(d)));
+        uint32_t dd = core_rec_depth(rec(d)) >= 6 ? 6 : core_rec_depth(rec(d));
+        uint32_t rr = core_rec_room(rec(d)) >= EH_ROOM_NEED ? EH_ROOM_NEED : core_rec_room(rec(d));
         if (m > best_move) best_move = m;
         if (dd > deep) deep = dd;
         if (rr > roomy) roomy = rr;
@@ -644,11 +646,13 @@ static uint32_t far_sprint(expert_h *h, const eh_head *e, uint32_t ne, uint32_t 
     uint32_t pick = n, key = 0;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
-        uint32_t k = rec16(c, 2);
-        if (c[0] != CORE_KIND_SPRINT || c[1] != CORE_GEN_PRIMITIVE || k > free || c[12] == 0 || (c[14] & CORE_CF_FATAL))
+        uint32_t k = core_rec_arg(c);
+        if (core_rec_kind(c) != CORE_KIND_SPRINT || core_rec_generator(c) != CORE_GEN_PRIMITIVE || k > free
+            || core_rec_depth(c) == 0 || (core_rec_flags(c) & CORE_CF_FATAL))
             continue;
-        uint32_t dd = c[12] >= 6 ? 6 : c[12], rr = c[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : c[13];
-        uint32_t end = rec16(c, 6), s, mo;
+        uint32_t dd = core_rec_depth(c) >= 6 ? 6 : core_rec_depth(c);
+        uint32_t rr = core_rec_room(c) >= EH_ROOM_NEED ? EH_ROOM_NEED : core_rec_room(c);
+        uint32_t end = core_rec_end(c), s, mo;
         if (dd < deep || rr < roomy) continue;
         exposure(h, e, ne, end, &s, &mo);
         uint32_t m = margin(h, e, ne, end);
@@ -673,7 +677,7 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
     }
     uint32_t free = core_free_steps(length), seen[4], mortal[4], hidden_safe = 0, unreached_safe = 0;
     for (uint32_t d = 0; d < 4; d++) {
-        uint32_t end = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+        uint32_t end = core_rec_end(rec(d));
         exposure(h, e, ne, end, &seen[d], &mortal[d]);
         hidden_safe |= safe[d] && seen[d] == 0, unreached_safe |= safe[d] && mortal[d] == 0;
     }
@@ -689,24 +693,28 @@ static uint32_t hide(expert_h *h, uint32_t n, uint32_t *safe, uint32_t round, lo
     uint32_t best = n;
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *c = rec(i);
-        if ((c[0] != CORE_KIND_MOVE && c[0] != CORE_KIND_SPRINT) || c[12] == 0 || (c[14] & CORE_CF_FATAL)) continue;
-        uint32_t k = c[0] == CORE_KIND_SPRINT ? ((uint32_t)c[2] | (uint32_t)c[3] << 8) : 1;
-        uint32_t paid = c[0] == CORE_KIND_SPRINT && k > free ? k - free : 0;
-        uint32_t end = (uint32_t)c[6] | (uint32_t)c[7] << 8, s, m;
+        if ((core_rec_kind(c) != CORE_KIND_MOVE && core_rec_kind(c) != CORE_KIND_SPRINT) || core_rec_depth(c) == 0
+            || (core_rec_flags(c) & CORE_CF_FATAL))
+            continue;
+        uint32_t k = core_rec_kind(c) == CORE_KIND_SPRINT ? core_rec_arg(c) : 1;
+        uint32_t paid = core_rec_kind(c) == CORE_KIND_SPRINT && k > free ? k - free : 0;
+        uint32_t end = core_rec_end(c), s, m;
         if (paid && paid + 2 > length) continue;
         exposure(h, e, ne, end, &s, &m);
-        uint32_t deep = c[12] >= 6 ? 6 : c[12], roomy = c[13] >= EH_ROOM_NEED ? EH_ROOM_NEED : c[13];
+        uint32_t deep = core_rec_depth(c) >= 6 ? 6 : core_rec_depth(c);
+        uint32_t roomy = core_rec_room(c) >= EH_ROOM_NEED ? EH_ROOM_NEED : core_rec_room(c);
         uint64_t kk = (uint64_t)(m == 0) << 60 | (uint64_t)(s == 0) << (EH_PAID_FIRST ? 58 : 59) |
                       (uint64_t)(paid == 0) << (EH_PAID_FIRST ? 59 : 58) |
                       (uint64_t)deep << 50 | (uint64_t)roomy << 40 | (uint64_t)(63 - (s > 63 ? 63 : s)) << 32 |
-                      (uint64_t)(255 - (paid > 255 ? 255 : paid)) << 24 | (uint64_t)(c[0] == CORE_KIND_MOVE) << 23 |
-                      (uint64_t)c[12] << 8 | c[13];
+                      (uint64_t)(255 - (paid > 255 ? 255 : paid)) << 24 |
+                      (uint64_t)(core_rec_kind(c) == CORE_KIND_MOVE) << 23 |
+                      (uint64_t)core_rec_depth(c) << 8 | core_rec_room(c);
         if (kk > key) key = kk, best = i;
     }
     if (best == n) return 0;
     const uint8_t *b = rec(best);
-    if (b[0] == CORE_KIND_MOVE) {
-        uint32_t d = (uint32_t)b[2];
+    if (core_rec_kind(b) == CORE_KIND_MOVE) {
+        uint32_t d = core_rec_arg(b);
         if (unreached_safe && mortal[d] == 0 && safe[d]) {  // a safe move out of reach: choose among those
             for (uint32_t j = 0; j < 4; j++) safe[j] = safe[j] && mortal[j] == 0 && seen[j] <= seen[d];
             return 0;
@@ -745,11 +753,11 @@ static uint32_t takes_queen_strike(const expert_h *h) {
 // *shortest (steps; updated); the record's index, or `pick` unchanged.
 static uint32_t strike_pick(uint32_t n, const uint32_t *end, uint32_t cell, uint32_t *shortest, uint32_t pick) {
     for (uint32_t d = 0; d < 4; d++)
-        if (end[d] == cell && rec(d)[0] == CORE_KIND_MOVE && *shortest > 1) *shortest = 1, pick = d;
+        if (end[d] == cell && core_rec_kind(rec(d)) == CORE_KIND_MOVE && *shortest > 1) *shortest = 1, pick = d;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
-        uint32_t e = (uint32_t)c[6] | (uint32_t)c[7] << 8, k = (uint32_t)c[2] | (uint32_t)c[3] << 8;
-        if (c[0] == CORE_KIND_SPRINT && e == cell && k < *shortest) *shortest = k, pick = i;
+        uint32_t e = core_rec_end(c), k = core_rec_arg(c);
+        if (core_rec_kind(c) == CORE_KIND_SPRINT && e == cell && k < *shortest) *shortest = k, pick = i;
     }
     return pick;
 }
@@ -843,17 +851,18 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     // The four moves are records 0..3. The safe set: the deepest survival, then enough room.
     uint32_t depth = 0, room = 0, best_sprint = n;
     for (uint32_t d = 0; d < 4; d++)
-        if (rec(d)[12] > depth) depth = rec(d)[12];
+        if (core_rec_depth(rec(d)) > depth) depth = core_rec_depth(rec(d));
     for (uint32_t d = 0; d < 4; d++)
-        if (rec(d)[12] == depth && rec(d)[13] > room) room = rec(d)[13];
+        if (core_rec_depth(rec(d)) == depth && core_rec_room(rec(d)) > room) room = core_rec_room(rec(d));
     uint32_t need = room < EH_ROOM_NEED ? room : EH_ROOM_NEED;
     uint32_t safe[4];
-    for (uint32_t d = 0; d < 4; d++) safe[d] = depth > 0 && rec(d)[12] == depth && rec(d)[13] >= need;
+    for (uint32_t d = 0; d < 4; d++)
+        safe[d] = depth > 0 && core_rec_depth(rec(d)) == depth && core_rec_room(rec(d)) >= need;
     // Head-on threats: a move ending beside an enemy head seen this round may be met head-on. Keep off such
     // cells when any surviving move avoids them (first among the safe set, else among every surviving move).
     uint32_t cells = (uint32_t)h->world.width * h->world.height, end[4], calm[4], any_safe = 0, any_live = 0;
     for (uint32_t d = 0; d < 4; d++) {
-        end[d] = (uint32_t)rec(d)[6] | (uint32_t)rec(d)[7] << 8;
+        end[d] = core_rec_end(rec(d));
         calm[d] = end[d] < cells && !scratch.danger[end[d]];
     }
     uint32_t risk[4], echo[4];
@@ -862,15 +871,15 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     for (uint32_t d = 0; d < 4; d++) {
         if ((h->world.is_queen || EH_UNSEEN_WORKERS) && risk[d] >= EH_UNSEEN_DANGER_Q16) calm[d] = 0;
         if (probes(h) && echo[d]) calm[d] = 0;
-        any_safe |= safe[d] && calm[d], any_live |= rec(d)[12] > 0 && calm[d];
+        any_safe |= safe[d] && calm[d], any_live |= core_rec_depth(rec(d)) > 0 && calm[d];
     }
     if (any_safe)
         for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && calm[d];
     else if (any_live && guarded(h)) {
         uint32_t best = 0;
         for (uint32_t d = 0; d < 4; d++)
-            if (rec(d)[12] > 0 && calm[d] && rec(d)[12] > best) best = rec(d)[12];
-        for (uint32_t d = 0; d < 4; d++) safe[d] = rec(d)[12] == best && calm[d];
+            if (core_rec_depth(rec(d)) > 0 && calm[d] && core_rec_depth(rec(d)) > best) best = core_rec_depth(rec(d));
+        for (uint32_t d = 0; d < 4; d++) safe[d] = core_rec_depth(rec(d)) == best && calm[d];
     }
     // The strike: a worker moves into the enemy queen's head seen this round (head-on: both die), else takes the
     // shortest sprint ending there.
@@ -889,19 +898,20 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         uint32_t key = 0;
         for (uint32_t i = 4; i < n; i++) {
             const uint8_t *c = rec(i);
-            uint32_t k = (uint32_t)c[12] << 8 | c[13];
-            if (c[0] == CORE_KIND_SPRINT && c[1] == CORE_GEN_PRIMITIVE && c[12] > 0 && k > key)
+            uint32_t k = core_rec_depth(c) << 8 | core_rec_room(c);
+            if (core_rec_kind(c) == CORE_KIND_SPRINT && core_rec_generator(c) == CORE_GEN_PRIMITIVE
+                && core_rec_depth(c) > 0 && k > key)
                 key = k, best_sprint = i;
         }
         // no sprint survives and every move is certainly fatal: a split does not move, so the dragon lives this
         // turn (its front part; the most room, then the fewest segments shed) rather than dying, perhaps head-on
         // with a teammate
         uint32_t all_fatal = 1;
-        for (uint32_t d = 0; d < 4; d++) all_fatal &= (rec(d)[14] & CORE_CF_FATAL) != 0;
+        for (uint32_t d = 0; d < 4; d++) all_fatal &= (core_rec_flags(rec(d)) & CORE_CF_FATAL) != 0;
         for (uint32_t i = 4; best_sprint == n && all_fatal && EH_SPLIT_CORNERED && i < n; i++) {
             const uint8_t *c = rec(i);
-            uint32_t k = (uint32_t)c[13] << 16 | (0xFFFFu - ((uint32_t)c[2] | (uint32_t)c[3] << 8));
-            if (c[0] == CORE_KIND_SPLIT && k > key) key = k, best_sprint = i;
+            uint32_t k = core_rec_room(c) << 16 | (0xFFFFu - core_rec_arg(c));
+            if (core_rec_kind(c) == CORE_KIND_SPLIT && k > key) key = k, best_sprint = i;
         }
         if (best_sprint < n) {
             core_route_commit(&h->route, CORE_OPT_SURVIVE, rec(best_sprint), round);
@@ -920,11 +930,12 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         uint32_t best = 4, worst_risk = 0, flee_risk = h->world.is_queen && EH_UNSEEN_FLEE_Q16;
         uint64_t key = 0;
         for (uint32_t d = 0; d < 4; d++) {
-            if (rec(d)[12] == 0 || !calm[d]) continue;
+            if (core_rec_depth(rec(d)) == 0 || !calm[d]) continue;
             if (risk[d] > worst_risk) worst_risk = risk[d];
             uint32_t r16 = flee_risk ? CORE_F_Q16 - risk[d] : 0;
             uint64_t k = (uint64_t)(threat[d] == 0) << 50 | (uint64_t)(safe[d] != 0) << 49 |
-                         (uint64_t)(255 - threat[d]) << 40 | (uint64_t)r16 << 20 | (uint64_t)rec(d)[12] << 8 | rec(d)[13];
+                         (uint64_t)(255 - threat[d]) << 40 | (uint64_t)r16 << 20 |
+                         (uint64_t)core_rec_depth(rec(d)) << 8 | core_rec_room(rec(d));
             if (k > key) key = k, best = d;
         }
         uint32_t unseen_flee = flee_risk && worst_risk >= EH_UNSEEN_FLEE_Q16 && best < 4 && risk[best] < worst_risk;
@@ -962,7 +973,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         queen_threats(h, end, threat);
         for (uint32_t d = 0; d < 4; d++) calm_all &= threat[d] == 0 && calm[d];
         for (uint32_t i = 4; i < n && calm_all; i++)
-            if (rec(i)[1] == CORE_GEN_ESCAPE) calm_all = 0;
+            if (core_rec_generator(rec(i)) == CORE_GEN_ESCAPE) calm_all = 0;
         if (calm_all && loong_team_living(obs) < EH_TEAM_CAP) {
             if (!guarded(h) && EH_SPLIT_LENGTH && L >= EH_SPLIT_LENGTH && (!EH_SPLIT_UNTIL || round <= EH_SPLIT_UNTIL))
                 k = L / 2;
@@ -970,7 +981,7 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         }
         for (uint32_t i = 4; i < n && k; i++) {
             const uint8_t *c = rec(i);
-            if (c[0] == CORE_KIND_SPLIT && ((uint32_t)c[2] | (uint32_t)c[3] << 8) == k && c[13] >= L - k + 2) {
+            if (core_rec_kind(c) == CORE_KIND_SPLIT && core_rec_arg(c) == k && core_rec_room(c) >= L - k + 2) {
                 core_route_commit(&h->route, CORE_OPT_SPLIT, c, round);
                 h->route.target = CORE_NO_CELL;
                 core_route_reply(&h->route, c, round, r, steps);
@@ -981,9 +992,10 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     uint32_t escape = n, harvest = n, ours = EH_LEAVE_QUEEN && !h->world.is_queen ? our_queen_cell(h, 4) : CORE_NO_CELL;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
-        if (c[1] == CORE_GEN_ESCAPE && escape == n) escape = i;
-        if (c[1] == CORE_GEN_HARVEST && harvest == n && c[2] < 4 && safe[c[2]]) {  // nearest first
-            uint32_t pearl = (uint32_t)c[4] | (uint32_t)c[5] << 8, route = (uint32_t)c[10] | (uint32_t)c[11] << 8;
+        if (core_rec_generator(c) == CORE_GEN_ESCAPE && escape == n) escape = i;
+        // nearest first
+        if (core_rec_generator(c) == CORE_GEN_HARVEST && harvest == n && core_rec_arg(c) < 4 && safe[core_rec_arg(c)]) {
+            uint32_t pearl = core_rec_target(c), route = core_rec_route(c);
             uint32_t dq = ours != CORE_NO_CELL && pearl < cells ? manhattan(h, pearl, ours) : CORE_NO_CELL;
             if (dq <= EH_LEAVE_QUEEN && dq < route) continue;  // the queen's pearl: left to her
             harvest = i;
@@ -1021,12 +1033,12 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         if (walk_toward(h, our_queen_cell(h, 1), 1, EH_FEED_WALK, safe, CORE_OPT_FEED, round, r, steps))
             return code;
     }
-    if (escape < n && safe[rec(escape)[2]]) {
+    if (escape < n && safe[core_rec_arg(rec(escape))]) {
         chosen = escape;
         core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(chosen), round);
     } else if (core_route_hold(&h->route, &h->world, &scratch, round, escape < n, &dir) && safe[dir]) {
         chosen = dir;  // the kept option's first move (records 0..3 are the moves N, E, S, W)
-    } else if (harvest < n && !(queen_camps && EH_QUEEN_CAMPS == 2 && rec16(rec(harvest), 10) > EH_CAMP_HARVEST)) {
+    } else if (harvest < n && !(queen_camps && EH_QUEEN_CAMPS == 2 && core_rec_route(rec(harvest)) > EH_CAMP_HARVEST)) {
         chosen = harvest;
         core_route_commit(&h->route, CORE_OPT_HARVEST, rec(chosen), round);
     } else {  // wander: straight on while safe, a fresh turn every EH_WANDER_TURN rounds
@@ -1055,7 +1067,8 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
             uint32_t key = 0;  // a move into the unknown (not certainly fatal) before a certain death
             chosen = 0;
             for (uint32_t d = 0; d < 4; d++) {
-                uint32_t k = (uint32_t)rec(d)[12] << 9 | (uint32_t)!(rec(d)[14] & CORE_CF_FATAL) << 8 | rec(d)[13];
+                uint32_t k = (uint32_t)core_rec_depth(rec(d)) << 9 |
+                             (uint32_t)!(core_rec_flags(rec(d)) & CORE_CF_FATAL) << 8 | core_rec_room(rec(d));
                 if (k > key) key = k, chosen = d;
             }
         }

@@ -74,15 +74,31 @@ typedef struct {
 //   6 u16 end cell, 8 u8 first move, 9 u8 final heading, 10 u16 route length, 12 u8 survival depth, 13 u8 room,
 //   14 u8 flags, 15 u8 0, 16 u32 survival units spent, 20 16 x u8 sprint directions (2 bits each), 36 12 x u8 0
 
+// The record's fields, one accessor each (the layout above; nothing reads a record by raw offset elsewhere).
+static inline uint32_t core_rec_u16(const uint8_t *rec, uint32_t at) {
+    return (uint32_t)rec[at] | (uint32_t)rec[at + 1] << 8;
+}
+static inline uint32_t core_rec_kind(const uint8_t *rec) { return rec[0]; }       // CORE_KIND_*
+static inline uint32_t core_rec_generator(const uint8_t *rec) { return rec[1]; }  // CORE_GEN_*
+static inline uint32_t core_rec_arg(const uint8_t *rec) { return core_rec_u16(rec, 2); }  // direction, steps, k
+static inline uint32_t core_rec_target(const uint8_t *rec) { return core_rec_u16(rec, 4); }
+static inline uint32_t core_rec_end(const uint8_t *rec) { return core_rec_u16(rec, 6); }
+static inline uint32_t core_rec_first(const uint8_t *rec) { return rec[8]; }
+static inline uint32_t core_rec_heading(const uint8_t *rec) { return rec[9]; }
+static inline uint32_t core_rec_route(const uint8_t *rec) { return core_rec_u16(rec, 10); }
+static inline uint32_t core_rec_depth(const uint8_t *rec) { return rec[12]; }     // survival depth
+static inline uint32_t core_rec_room(const uint8_t *rec) { return rec[13]; }
+static inline uint32_t core_rec_flags(const uint8_t *rec) { return rec[14]; }     // CORE_CF_*
+static inline uint32_t core_rec_step(const uint8_t *rec, uint32_t i) { return rec[20 + i / 4] >> (2 * (i % 4)) & 3u; }
+
 // The action record rec stands for: its kind (CORE_KIND_*), arg, and a sprint's arg directions into steps (at most
 // CORE_SPRINT_MAX; nothing written for a move or a split). The route controller's reply, the complete action expert-0
 // stands before its search, and the search's own turn all read a record through this.
 static inline uint32_t core_cand_action(const uint8_t *rec, uint32_t *arg, uint8_t *steps) {
-    *arg = (uint32_t)rec[2] | (uint32_t)rec[3] << 8;
-    if (rec[0] == CORE_KIND_SPRINT)
-        for (uint32_t i = 0; i < *arg && i < CORE_SPRINT_MAX; i++)
-            steps[i] = (uint8_t)(rec[20 + i / 4] >> (2 * (i % 4)) & 3);
-    return rec[0];
+    *arg = core_rec_arg(rec);
+    if (core_rec_kind(rec) == CORE_KIND_SPRINT)
+        for (uint32_t i = 0; i < *arg && i < CORE_SPRINT_MAX; i++) steps[i] = (uint8_t)core_rec_step(rec, i);
+    return core_rec_kind(rec);
 }
 
 // Breadth-first distances from cell src over the remembered map (mode CORE_DIST_KNOWN: only crossings of seen

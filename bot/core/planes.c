@@ -531,14 +531,16 @@ uint32_t core_planes_candidate(const core_world *w, const uint8_t *obs, uint32_t
     for (uint32_t i = 0; i < CORE_CAND_FEATURES; i++) out[i] = 0;
     if (!w || !obs || !rec || !core_obs_ok(w, obs, len)) return CORE_PLANES_NO_TAP;
     uint32_t W = w->width, H = w->height, cells = W * H;
-    uint32_t end = (uint32_t)(rec[6] | rec[7] << 8), target = (uint32_t)(rec[4] | rec[5] << 8);
+    uint32_t end = core_rec_end(rec), target = core_rec_target(rec);
+    uint32_t kind = core_rec_kind(rec), gen = core_rec_generator(rec), first = core_rec_first(rec);
+    uint32_t heading = core_rec_heading(rec);
     uint32_t f = loong_heading(obs) <= 3 ? loong_heading(obs) : 0;
     uint32_t hx = loong_body_x(obs, 0), hy = loong_body_y(obs, 0);
-    if (rec[0] <= CORE_KIND_SPLIT) out[rec[0]] = 127;
-    if (rec[1] <= CORE_GEN_ESCAPE) out[3 + rec[1]] = 127;
-    out[6] = sat(8u * rec[1]);
-    if (rec[8] <= 3) out[7 + ((rec[8] + 4 - f) & 3)] = 127;
-    if (rec[9] <= 3) out[11 + ((rec[9] + 4 - f) & 3)] = 127;
+    if (kind <= CORE_KIND_SPLIT) out[kind] = 127;
+    if (gen <= CORE_GEN_ESCAPE) out[3 + gen] = 127;
+    out[6] = sat(8u * gen);
+    if (first <= 3) out[7 + ((first + 4 - f) & 3)] = 127;
+    if (heading <= 3) out[11 + ((heading + 4 - f) & 3)] = 127;
     int32_t u = 0, a = 0;  // no end cell (through kelp or an unseen edge): the head's cell, byte 29 set
     if (end < cells) {
         frame_offset(W, H, hx, hy, end % W, end / W, f, &u, &a);
@@ -551,11 +553,11 @@ uint32_t core_planes_candidate(const core_world *w, const uint8_t *obs, uint32_t
         frame_offset(W, H, hx, hy, target % W, target / W, f, &tu, &ta);
         out[17] = offset_byte(tu), out[18] = offset_byte(ta), out[19] = 127;
     }
-    out[20] = sat((uint32_t)(rec[10] | rec[11] << 8));
-    out[21] = (uint8_t)(15 * min_u(rec[12], 8));
-    out[22] = sat(4u * rec[13]);
-    for (int b = 0; b < 4; b++) out[23 + b] = (rec[14] >> b) & 1 ? 127 : 0;
-    out[27] = sat((uint32_t)(rec[2] | rec[3] << 8));
+    out[20] = sat(core_rec_route(rec));
+    out[21] = (uint8_t)(15 * min_u(core_rec_depth(rec), 8));
+    out[22] = sat(4u * core_rec_room(rec));
+    for (int b = 0; b < 4; b++) out[23 + b] = (core_rec_flags(rec) >> b) & 1 ? 127 : 0;
+    out[27] = sat(core_rec_arg(rec));
     int32_t half = CORE_TRUNK / 2;  // the trunk's centre (7, 7) is the head's cell
     out[28] = (u >= -half && u <= half && a >= -half && a <= half) ? 127 : 0;
     int32_t col = u < -half ? 0 : u > half ? 2 * half : u + half;

@@ -30,9 +30,9 @@ uint32_t core_route_hold(core_route *r, const core_world *w, const core_cand_scr
 }
 
 void core_route_commit(core_route *r, uint32_t option, const uint8_t *rec, uint32_t round) {
-    uint32_t route = (uint32_t)rec[10] | (uint32_t)rec[11] << 8;
+    uint32_t route = core_rec_route(rec);
     r->option = option;
-    r->target = (uint32_t)rec[4] | (uint32_t)rec[5] << 8;
+    r->target = core_rec_target(rec);
     r->expiry = round + route + CORE_ROUTE_SLACK;
     r->since = round, r->kept = 0;
 }
@@ -40,7 +40,7 @@ void core_route_commit(core_route *r, uint32_t option, const uint8_t *rec, uint3
 void core_route_reply(core_route *r, const uint8_t *rec, uint32_t round, loong_reply *reply, uint8_t *steps) {
     uint32_t arg;
     reply->kind = (uint8_t)core_cand_action(rec, &arg, steps), reply->arg = (uint16_t)arg;
-    uint32_t target = r->target == CORE_NO_CELL ? ((uint32_t)rec[6] | (uint32_t)rec[7] << 8) : r->target;
+    uint32_t target = r->target == CORE_NO_CELL ? core_rec_end(rec) : r->target;
     uint32_t expiry = r->option == CORE_OPT_HARVEST ? r->expiry : round;
     r->intent_target = target, r->intent_expiry = expiry;
     if (!r->sonar_ready) return;

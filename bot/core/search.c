@@ -477,7 +477,7 @@ static int before(const core_search *s, const core_search_stat *a, const core_se
     return x != y ? x > y : a->candidate < b->candidate;
 }
 
-static uint32_t is_fatal(const uint8_t *rec) { return rec[14] & CORE_CF_FATAL; }
+static uint32_t is_fatal(const uint8_t *rec) { return core_rec_flags(rec) & CORE_CF_FATAL; }
 
 // Whether candidate rec is a proven loss on the world model: it certainly kills our dragon (CORE_CF_FATAL) and
 // kills nobody else in view. A head-on is no proven loss: a worker that takes the enemy queen with it decides the
@@ -485,7 +485,7 @@ static uint32_t is_fatal(const uint8_t *rec) { return rec[14] & CORE_CF_FATAL; }
 // state with the first simulation's sample (the head-on's other head is in view, or the flag would not be certain,
 // and a dragon in view is placed exactly).
 static uint32_t proven_loss(core_search *s, const core_planes_dragon *d, const uint8_t *rec) {
-    if (!(rec[14] & CORE_CF_FATAL)) return 0;
+    if (!(core_rec_flags(rec) & CORE_CF_FATAL)) return 0;
     if (!take(s, 1 + s->map.cells / CORE_SEARCH_COPY_CELLS + U_TURN)) return 1;  // no units to look: keep it out
     core_sim_copy(&s->work, &s->base, &s->map);
     if (place_sample(s, d, sample_key(s->seed, s->round, 0)) == CORE_SEARCH_NONE) return 1;
