@@ -304,8 +304,11 @@ def network_to_export(store) -> dict:
     return {"kind": "kickstart", "folder": kick.name, "checkpoint": kick / KICK_NETWORK, "cycle": 0}
 
 
+NETWORK_MODEL = "loong-expert-network"  # MLflow's registered model of every checked int8 network
+
+
 @dg.asset(
-    group_name=GROUP, deps=[loong_kickstart_net, "loong_student"], kinds={"pytorch", "c"},
+    group_name=GROUP, deps=[loong_kickstart_net, "loong_student"], kinds={"pytorch", "c", "mlflow"},
     check_specs=[dg.AssetCheckSpec("bot_equals_torch", asset="loong_network_int8", blocking=True,
                                    description="expert-0's native build (the generated C network) decides as the "
                                                "fake-quantised torch network on every decision of the check games "
@@ -313,11 +316,14 @@ def network_to_export(store) -> dict:
                                                "input function gives the bot's own bytes there")],
 )
 def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: ArtifactStoreResource,
-                       ) -> dg.MaterializeResult:
+                       mlflow: MlflowResource, profile: ProfileResource) -> dg.MaterializeResult:
     """The current network in the int8 format (its fake-quantised integers): the kickstart, or the latest cycle's
     student once one is published after it; compiled into expert-0 and checked decision by decision against torch
-    on recorded games."""
+    on recorded games. A checked network is a new version of the registered model ``loong-expert-network`` in
+    MLflow's model registry (tagged with its folder, digest, shape and cycle); the release check gives the version it
+    released the alias ``champion``."""
     from ops import loong_network as net_op
+    from ops.tracking import register_model
 
     store = artifact_store.store()
     kick = store.latest(GROUP, "loong_kickstart_net")
@@ -334,10 +340,24 @@ def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: Artifa
     (out / "source.json").write_text(json.dumps({k: str(v) if k == "checkpoint" else v for k, v in source.items()}))
     c = r.check
     passed = c["mismatch_count"] == 0 and c["decisions"] > 0
+    registered = ""
+    with mlflow.run(context, GROUP, profile.checked(), tags={"asset_family": "loong-cycle",
+                                                             "cycle": str(source["cycle"])}) as tracker:
+        tracker.log_params({"source": source["kind"], "folder": source["folder"], "shape": r.shape,
+                            "weights": r.weights, "version": r.version})
+        tracker.log_metrics({"check/decisions": c["decisions"], "check/mismatches": c["mismatch_count"],
+                             "check/inputs_differ": c["inputs_differ"]})
+        if passed:  # only a network whose bot decides as torch does is a model version
+            registered = register_model(tracker, r.network, NETWORK_MODEL, {
+                "folder": source["folder"], "digest": r.version, "shape": r.shape, "cycle": source["cycle"],
+                "source": source["kind"]})
+        meta = run_metadata(tracker, mlflow)
     if passed:
         store.publish(GROUP, "loong_network_int8", source["folder"])
     return dg.MaterializeResult(
-        metadata={"version": dg.MetadataValue.text(r.version), "shape": dg.MetadataValue.text(r.shape),
+        metadata={**meta, "registered": dg.MetadataValue.text(f"{NETWORK_MODEL} version {registered}" if registered
+                                                              else "no: the bot check failed"),
+                  "version": dg.MetadataValue.text(r.version), "shape": dg.MetadataValue.text(r.shape),
                   "weights": dg.MetadataValue.int(r.weights), "path": dg.MetadataValue.path(str(r.network)),
                   "kickstart": dg.MetadataValue.path(str(kick)),
                   "source": dg.MetadataValue.text(source["kind"]), "cycle": dg.MetadataValue.int(source["cycle"]),

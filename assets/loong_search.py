@@ -131,6 +131,19 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
         metadata={**verdict.metadata(**words), "pass_lower": SEARCH_PASS_LOWER})])
 
 
+def crown(folder: str, mlflow) -> str:
+    """The alias ``champion`` on the registered version of the released network (``loong_network_int8`` registers
+    each checked network, tagged with its folder); what was done, in words."""
+    from assets.loong import NETWORK_MODEL
+    from ops.tracking import CHAMPION, model_version_by_tag, set_champion
+
+    version = model_version_by_tag(NETWORK_MODEL, "folder", folder, mlflow.uri())
+    if version is None:
+        return f"none: {folder} is not a registered version of {NETWORK_MODEL}"
+    set_champion(NETWORK_MODEL, version, mlflow.uri())
+    return f"{NETWORK_MODEL} version {version} is the {CHAMPION}"
+
+
 def next_release(root) -> str:
     """The next released name, expert-N+1 after the highest expert-N in the build store (expert-1 first)."""
     from ops.loong_league import RELEASED, registered_names
@@ -177,6 +190,8 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
         (store.dir(GROUP, RELEASE, version) / "release.json").write_text(json.dumps(
             {"name": released, "build_id": build.id, "network": network.name}, indent=1))
         context.log.info(f"{RELEASE}: released {released} (build {build.id})")
+        champion = crown(network.name, mlflow)
+        meta["champion"] = dg.MetadataValue.text(champion)
     meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
     words = dict(
         published=f"{released} (a registered build, in the league's pool)" if passed else

@@ -196,6 +196,54 @@ def _prepare_sqlite_store(uri: str) -> None:
     _prepared.add((uri, home))
 
 
+CHAMPION = "champion"  # the registered model alias of the released version (MLflow users' convention)
+
+
+def register_model(tracker: MlflowTracker, path: str | Path, name: str, tags: Mapping[str, str] | None = None) -> str:
+    """``path`` (a file or a folder) logged as the run's ``model`` artifacts and registered as a new version of the
+    model ``name`` in MLflow's registry (created when new), the version tagged with ``tags``; returns the version."""
+    import mlflow
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    path = Path(path)
+    if path.is_dir():
+        mlflow.log_artifacts(str(path), artifact_path="model", run_id=tracker.run_id)
+    else:
+        tracker.log_artifact(path, artifact_path="model")
+    client = MlflowClient()  # the run's store (mlflow_run set the tracking URI)
+    try:
+        client.get_registered_model(name)
+    except MlflowException:
+        client.create_registered_model(name)
+    source = f"{client.get_run(tracker.run_id).info.artifact_uri}/model"
+    version = client.create_model_version(name, source, run_id=tracker.run_id,
+                                          tags={k: str(v) for k, v in (tags or {}).items()})
+    return str(version.version)
+
+
+def model_version_by_tag(name: str, key: str, value: str, tracking_uri: str | None = None) -> str | None:
+    """The newest version of registered model ``name`` whose tag ``key`` is ``value``; None when none is."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
+    try:
+        versions = client.search_model_versions(f"name = '{name}'")
+    except MlflowException:
+        return None
+    hits = [int(v.version) for v in versions if v.tags.get(key) == value]
+    return str(max(hits)) if hits else None
+
+
+def set_champion(name: str, version: str, tracking_uri: str | None = None) -> None:
+    """Point the alias ``champion`` of registered model ``name`` at ``version``."""
+    from mlflow import MlflowClient
+
+    MlflowClient(tracking_uri=tracking_uri or default_tracking_uri()).set_registered_model_alias(
+        name, CHAMPION, version)
+
+
 @contextmanager
 def mlflow_run(
     experiment: str, run_name: str, *, tracking_uri: str | None = None, tags: Mapping[str, str] | None = None

@@ -190,6 +190,14 @@ def test_the_int8_network_is_checked_compiled_into_expert0_and_plays_the_league(
     assert bot_check.metadata["mismatch_count"].value == 0 and bot_check.metadata["inputs_differ"].value == 0
     net = load_net(meta["path"].value)
     assert digest(net) == meta["version"].value
+    from mlflow import MlflowClient
+
+    from assets.loong import NETWORK_MODEL
+
+    (version,) = MlflowClient(tracking_uri=resources["mlflow"].uri()).search_model_versions(
+        f"name = '{NETWORK_MODEL}'")  # the checked network, a registered model version
+    assert version.tags["digest"] == meta["version"].value and version.tags["cycle"] == "0"
+    assert meta["registered"].value == f"{NETWORK_MODEL} version {version.version}"
     build = result.asset_materializations_for_node("loong_wasm_build")[0].metadata
     assert build["expert0_network_version"].value == meta["version"].value
     b = load(Path(resources["artifact_store"].root) / "loong" / "builds", "expert-0")

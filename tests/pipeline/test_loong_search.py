@@ -63,6 +63,24 @@ def test_the_release_plays_the_foil_and_registers_expert_n_on_a_pass(resources, 
     assert meta["released"].value == ("expert-1" if check.passed else "none: the release check failed")
 
 
+def test_the_released_networks_registered_version_becomes_the_champion(resources, tmp_path):
+    from mlflow import MlflowClient
+
+    from assets.loong import NETWORK_MODEL
+    from assets.loong_search import crown
+    from ops.tracking import mlflow_run, register_model
+
+    net = tmp_path / "network.npz"
+    net.write_bytes(b"weights")
+    uri = resources["mlflow"].uri()
+    for folder in ("kick-0", "test-net"):
+        with mlflow_run("arena-loong", "loong_network_int8", tracking_uri=uri) as tracker:
+            register_model(tracker, net, NETWORK_MODEL, {"folder": folder})
+    assert crown("test-net", resources["mlflow"]) == f"{NETWORK_MODEL} version 2 is the champion"
+    assert str(MlflowClient(tracking_uri=uri).get_model_version_by_alias(NETWORK_MODEL, "champion").version) == "2"
+    assert crown("never-registered", resources["mlflow"]).startswith("none: never-registered is not a registered")
+
+
 def test_next_release_counts_past_the_highest_expert_n(tmp_path):
     from bot.builds import register
     from bot.toolchain import compile_c
