@@ -221,14 +221,22 @@ def celldiv_student(
 
 
 # ----------------------------------------------------------------------------------------------- ONNX
+ELITE_MODEL = "celldiv-elite"  # MLflow's registered model of every Elite export that matches torch
+
+
 @dg.asset(
-    group_name=GROUP, deps=[celldiv_student], kinds={"onnx"}, op_tags=CRITICAL,
+    group_name=GROUP, deps=[celldiv_student], kinds={"onnx", "mlflow"}, op_tags=CRITICAL,
     check_specs=[dg.AssetCheckSpec("onnx_matches_torch", asset="celldiv_elite_onnx", blocking=True,
                                    description="same masked argmax as torch on every test position; guards "
                                                "Elite's release: a failure stops the league downstream")],
 )
-def celldiv_elite_onnx(artifact_store: ArtifactStoreResource) -> dg.MaterializeResult:
-    """The student exported to ONNX; Elite plays from this file through onnxruntime."""
+def celldiv_elite_onnx(context: dg.AssetExecutionContext, artifact_store: ArtifactStoreResource,
+                       mlflow: MlflowResource, profile: ProfileResource) -> dg.MaterializeResult:
+    """The student exported to ONNX; Elite plays from this file through onnxruntime. A file that decides as torch
+    does is a new version of the registered model ``celldiv-elite`` in MLflow's registry, and the alias
+    ``champion`` (the Elite the game ships) moves to it."""
+    from ops.tracking import register_model, set_champion
+
     store = artifact_store.store()
     student_dir = store.latest(GROUP, "celldiv_student")
     student = _require(student_dir, celldiv_distill.STUDENT, "celldiv_student")
@@ -236,10 +244,21 @@ def celldiv_elite_onnx(artifact_store: ArtifactStoreResource) -> dg.MaterializeR
     onnx_path = celldiv_onnx.export_onnx(student, out / "elite.onnx")
     report = celldiv_onnx.check_parity(student, onnx_path)
     (out / "parity.json").write_text(json.dumps(report, indent=2))
+    registered = "no: the parity check failed"
+    with mlflow.run(context, GROUP, profile.checked()) as tracker:
+        tracker.log_metrics({k: float(v) for k, v in report.items() if isinstance(v, int | float)
+                             and not isinstance(v, bool)})
+        if report["passed"]:
+            version = register_model(tracker, onnx_path, ELITE_MODEL, {"folder": student_dir.name,
+                                                                       "student_version": report["student_version"]})
+            set_champion(ELITE_MODEL, version, mlflow.uri())
+            registered = f"{ELITE_MODEL} version {version}, the champion"
+        meta = run_metadata(tracker, mlflow)
     if report["passed"]:
         store.publish(GROUP, "celldiv_elite_onnx", student_dir.name)
     return dg.MaterializeResult(
-        metadata={"path": dg.MetadataValue.path(str(onnx_path)),
+        metadata={**meta, "registered": dg.MetadataValue.text(registered),
+                  "path": dg.MetadataValue.path(str(onnx_path)),
                   "bytes": dg.MetadataValue.int(onnx_path.stat().st_size),
                   "max_abs_logit_diff": dg.MetadataValue.float(report["max_abs_logit_diff"]),
                   "student_version": dg.MetadataValue.text(report["student_version"])},

@@ -69,6 +69,12 @@ def test_every_training_asset_materialises_and_tracks_its_run(graph_run):
     assert onnx.exists() and onnx.suffix == ".onnx"
     checks = {c.check_name: c for c in first.get_asset_check_evaluations()}
     assert checks["onnx_matches_torch"].passed
+    from assets.celldiv_training import ELITE_MODEL
+
+    champion = mlflow.MlflowClient(tracking_uri=uri).get_model_version_by_alias(ELITE_MODEL, "champion")
+    assert champion.tags["student_version"] == meta(first, "celldiv_elite_onnx")["student_version"].value
+    assert meta(first, "celldiv_elite_onnx")["registered"].value == f"{ELITE_MODEL} version {champion.version}, the " \
+                                                                     "champion"
 
 
 def test_league_has_every_contender_and_order_checks(graph_run):
