@@ -97,6 +97,15 @@ def _run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow
     return m, version, meta, verdict
 
 
+def _gated(context, meta: dict, verdict, passed: bool, *, published: str, next_command: str) -> dg.MaterializeResult:
+    """The check's result: its verdict block in the log, the gate's words in the check's metadata."""
+    context.log.info(verdict.block(published=published, next_command=next_command))
+    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
+        check_name=verdict.gate.name, passed=passed, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={**verdict.metadata(published=published, next_command=next_command),
+                  "pass_lower": verdict.gate.bar})])
+
+
 @dg.asset(
     # reads the published loong_network_int8 (the build loong_wasm_build compiled it into)
     group_name=GROUP, deps=["loong_wasm_build"], kinds={"wasm", "mlflow"},
@@ -108,7 +117,7 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
                        execution: ExecutionResource) -> dg.MaterializeResult:
     """The search check: the searching bot against the plain bot on every size band and symmetry; published only on a
     pass, so a search that loses to its own network is never released."""
-    from ops.loong_search_check import SEARCH_CHECK_SIZES, SEARCH_PASS_LOWER
+    from ops.loong_search_check import SEARCH_CHECK_SIZES
 
     name = profile.checked()
     size = validated(SEARCH_CHECK, lambda: _size(config, SEARCH_CHECK_SIZES, name))
@@ -120,15 +129,10 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
     if passed:
         store.publish(GROUP, SEARCH_CHECK, version)
     meta["published"] = dg.MetadataValue.bool(passed)
-    words = dict(
-        published=f"{SEARCH_CHECK} {version}: the release check may run" if passed else
-        "nothing: the search does not beat its own network, so nothing is released",
-        next_command="the release check (loong_release)" if passed else
-        "the search's budget or network (docs/loong-search-check.md) or, when inconclusive, more games")
-    context.log.info(verdict.block(**words))
-    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
-        check_name="search_beats_plain", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={**verdict.metadata(**words), "pass_lower": SEARCH_PASS_LOWER})])
+    return _gated(context, meta, verdict, passed, published=f"{SEARCH_CHECK} {version}: the release check may run"
+                  if passed else "nothing: the search does not beat its own network, so nothing is released",
+                  next_command="the release check (loong_release)" if passed else
+                  "the search's budget or network (docs/loong-search-check.md) or, when inconclusive, more games")
 
 
 def crown(folder: str, mlflow) -> str:
@@ -164,7 +168,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
     build is registered as the next expert-N, which joins the league's frozen pool."""
     from bot.expert0 import build_expert0
     from bot.int8_expert import load
-    from ops.loong_search_check import RELEASE_MIN_GAMES, RELEASE_PASS_LOWER, RELEASE_SIZES
+    from ops.loong_search_check import RELEASE_MIN_GAMES, RELEASE_SIZES
 
     name = profile.checked()
     least = RELEASE_MIN_GAMES if name != "test" else 2  # the test profile only proves the path
@@ -193,12 +197,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
         champion = crown(network.name, mlflow)
         meta["champion"] = dg.MetadataValue.text(champion)
     meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
-    words = dict(
-        published=f"{released} (a registered build, in the league's pool)" if passed else
-        "nothing: no expert-N is registered",
-        next_command="the league (make ui: loong_league_job) to rate it" if passed else
-        "a stronger network (make cycle) or, when inconclusive, more games")
-    context.log.info(verdict.block(**words))
-    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
-        check_name="release_beats_foil", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={**verdict.metadata(**words), "pass_lower": RELEASE_PASS_LOWER})])
+    return _gated(context, meta, verdict, passed, published=f"{released} (a registered build, in the league's pool)"
+                  if passed else "nothing: no expert-N is registered",
+                  next_command="the league (make ui: loong_league_job) to rate it" if passed else
+                  "a stronger network (make cycle) or, when inconclusive, more games")
