@@ -289,7 +289,8 @@ def loong_kickstart_net(
 
 def network_to_export(store) -> dict:
     """The float network ``loong_network_int8`` exports: the student of the latest cycle when it was published after
-    the latest kickstart (expert-N+1), else the kickstart (cycle 0). ``{"kind", "folder", "checkpoint", "cycle"}``."""
+    the latest kickstart and its cycle gate passed (expert-N+1: it beat its parent), else the kickstart (cycle 0).
+    ``{"kind", "folder", "checkpoint", "cycle"}``."""
     from ops.loong_kickstart import NETWORK as KICK_NETWORK
     from ops.loong_student import NETWORK as STUDENT_NETWORK
 
@@ -297,8 +298,11 @@ def network_to_export(store) -> dict:
         pointer = store.root / GROUP / asset / "LATEST"
         return pointer.stat().st_mtime if pointer.exists() else float("-inf")
 
+    from assets.loong_teacher import gate_passed
+
     kick, student = store.latest(GROUP, "loong_kickstart_net"), store.latest(GROUP, "loong_student")
-    if student is not None and published_at("loong_student") >= published_at("loong_kickstart_net"):
+    if (student is not None and published_at("loong_student") >= published_at("loong_kickstart_net")
+            and gate_passed(store, student.name)):
         cycle = json.loads((student / "source.json").read_text())["cycle"]
         return {"kind": "student", "folder": student.name, "checkpoint": student / STUDENT_NETWORK, "cycle": cycle}
     return {"kind": "kickstart", "folder": kick.name, "checkpoint": kick / KICK_NETWORK, "cycle": 0}
@@ -308,7 +312,8 @@ NETWORK_MODEL = "loong-expert-network"  # MLflow's registered model of every che
 
 
 @dg.asset(
-    group_name=GROUP, deps=[loong_kickstart_net, "loong_student"], kinds={"pytorch", "c", "mlflow"},
+    group_name=GROUP, deps=[loong_kickstart_net, "loong_student", "loong_cycle_gate"],
+    kinds={"pytorch", "c", "mlflow"},
     check_specs=[dg.AssetCheckSpec("bot_equals_torch", asset="loong_network_int8", blocking=True,
                                    description="expert-0's native build (the generated C network) decides as the "
                                                "fake-quantised torch network on every decision of the check games "

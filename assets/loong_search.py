@@ -24,7 +24,7 @@ class SearchCheckAssetConfig(dg.Config):
     seed: int = Field(default=0, description="maps and match seeds derive from it")
 
 
-def _size(config: SearchCheckAssetConfig, sizes: dict, profile: str, least: int = 2):
+def check_size(config: SearchCheckAssetConfig, sizes: dict, profile: str, least: int = 2):
     from ops.loong_search_check import CheckSize
 
     base = sizes[profile]
@@ -43,27 +43,30 @@ def _network(store, asset: str):
     return network
 
 
-def _run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow, store, execution,
-               network, profile: str) -> tuple:
-    """Play the check's match, log it to MLflow and write its record; (match, version, metadata, verdict): the
-    verdict of ``gate`` at this size (a pass also needs every game played)."""
+def run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow, store, execution,
+              network, profile: str, *, version: str = "", name: str = "", search_units: int | None = None,
+              parent=None, side: str = "", tags: dict | None = None) -> tuple:
+    """Play the check's match (``network``: a folder holding network.npz; ``search_units``, ``parent``, ``side``:
+    ``ops.loong_search_check.search_match``'s), log it to MLflow and write its record into the asset's folder
+    ``version`` (default: a new one); (match, version, metadata, verdict): the verdict of ``gate`` at this size (a pass
+    also needs every game played). ``name``: the network's name in the record (default: its folder's)."""
     from ops.loong_search_check import search_match
 
     bar = gate.bar
-
-    version = version_id(context)
+    name = name or network.name
+    version = version or version_id(context)
     out = store.dir(GROUP, asset, version)
     executor = execution.executor(asset)
-    with mlflow.run(context, GROUP, profile, tags={"asset_family": "loong-search"}) as tracker:
+    with mlflow.run(context, GROUP, profile, tags=tags or {"asset_family": "loong-search"}) as tracker:
         tracker.log_params({"opponent": opponent, "games": size.games, "rounds": size.rounds, "seed": seed,
-                            "pass_lower": bar, "network": network.name})
+                            "pass_lower": bar, "network": name, **({"parent": str(parent)} if parent else {})})
 
         def progress(name: str, done: int, total: int) -> None:
             context.log.info(f"{asset}: {name} done, part {done}/{total} ({executor.backend} x{executor.workers})")
 
         try:
             m = search_match(network / "network.npz", opponent, size, seed=seed, executor=executor,
-                             progress=progress)
+                             search_units=search_units, parent=parent, side=side, progress=progress)
         except ValueError as e:  # a damaged network file: its loader names it
             raise dg.Failure(f"{asset}: {e}", allow_retries=False) from None
         verdict = gate.sized(size.games).verdict(m.wins, m.draws, m.losses)
@@ -73,7 +76,7 @@ def _run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow
         tracker.log_metrics({"score": m.score, "wilson_low": lo, "wilson_high": hi, "wins": m.wins,
                              "draws": m.draws, "losses": m.losses, "simulations_a_turn": m.simulations_a_turn,
                              "changed_share": m.changed_share, "seconds": m.seconds})
-        record = {"network": network.name, "passed": passed, "pass_lower": bar, **m.record()}
+        record = {"network": name, "passed": passed, "pass_lower": bar, **m.record()}
         path = out / CHECK_FILE
         path.write_text(json.dumps(record, indent=1))
         tracker.log_artifact(path)
@@ -81,7 +84,7 @@ def _run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow
     context.log.info(f"{asset}: {m.line(bar)}")
     meta.update({
         "path": dg.MetadataValue.path(str(path)),
-        "network": dg.MetadataValue.text(network.name),
+        "network": dg.MetadataValue.text(name),
         "opponent": dg.MetadataValue.text(opponent),
         "record": dg.MetadataValue.text(f"{m.wins}-{m.draws}-{m.losses}"),
         "score": dg.MetadataValue.float(m.score),
@@ -97,7 +100,7 @@ def _run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow
     return m, version, meta, verdict
 
 
-def _gated(context, meta: dict, verdict, passed: bool, *, published: str, next_command: str) -> dg.MaterializeResult:
+def gated(context, meta: dict, verdict, passed: bool, *, published: str, next_command: str) -> dg.MaterializeResult:
     """The check's result: its verdict block in the log, the gate's words in the check's metadata."""
     context.log.info(verdict.block(published=published, next_command=next_command))
     return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
@@ -120,16 +123,16 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
     from ops.loong_search_check import SEARCH_CHECK_SIZES
 
     name = profile.checked()
-    size = validated(SEARCH_CHECK, lambda: _size(config, SEARCH_CHECK_SIZES, name))
+    size = validated(SEARCH_CHECK, lambda: check_size(config, SEARCH_CHECK_SIZES, name))
     store = artifact_store.store()
     network = _network(store, SEARCH_CHECK)
-    m, version, meta, verdict = _run_check(context, SEARCH_CHECK, "plain", size, config.seed, SEARCH_GATE,
+    m, version, meta, verdict = run_check(context, SEARCH_CHECK, "plain", size, config.seed, SEARCH_GATE,
                                            mlflow, store, execution, network, name)
     passed = meta["passed"].value
     if passed:
         store.publish(GROUP, SEARCH_CHECK, version)
     meta["published"] = dg.MetadataValue.bool(passed)
-    return _gated(context, meta, verdict, passed, published=f"{SEARCH_CHECK} {version}: the release check may run"
+    return gated(context, meta, verdict, passed, published=f"{SEARCH_CHECK} {version}: the release check may run"
                   if passed else "nothing: the search does not beat its own network, so nothing is released",
                   next_command="the release check (loong_release)" if passed else
                   "the search's budget or network (docs/loong-search-check.md) or, when inconclusive, more games")
@@ -172,7 +175,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
 
     name = profile.checked()
     least = RELEASE_MIN_GAMES if name != "test" else 2  # the test profile only proves the path
-    size = validated(RELEASE, lambda: _size(config, RELEASE_SIZES, name, least))
+    size = validated(RELEASE, lambda: check_size(config, RELEASE_SIZES, name, least))
     store = artifact_store.store()
     network = _network(store, RELEASE)
     checked = store.latest(GROUP, SEARCH_CHECK)
@@ -180,7 +183,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
     if record is None or record.get("network") != network.name:
         raise dg.Failure(f"{RELEASE}: no passed loong_search_check for the published network {network.name}; the "
                          "search must beat its own network before a release", allow_retries=False)
-    m, version, meta, verdict = _run_check(context, RELEASE, "foil", size, config.seed, RELEASE_GATE, mlflow,
+    m, version, meta, verdict = run_check(context, RELEASE, "foil", size, config.seed, RELEASE_GATE, mlflow,
                                            store, execution, network, name)
     passed = meta["passed"].value
     released = ""
@@ -197,7 +200,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
         champion = crown(network.name, mlflow)
         meta["champion"] = dg.MetadataValue.text(champion)
     meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
-    return _gated(context, meta, verdict, passed, published=f"{released} (a registered build, in the league's pool)"
+    return gated(context, meta, verdict, passed, published=f"{released} (a registered build, in the league's pool)"
                   if passed else "nothing: no expert-N is registered",
                   next_command="the league (make ui: loong_league_job) to rate it" if passed else
                   "a stronger network (make cycle) or, when inconclusive, more games")

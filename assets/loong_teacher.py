@@ -9,6 +9,7 @@ from pydantic import Field
 
 from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
+from ops.loong_search_check import CYCLE_GATE
 from ops.loong_teacher import CHECK_GATE
 
 GROUP = "loong"
@@ -307,3 +308,96 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
         "positions_notes": dg.MetadataValue.json(notes),
     })
     return dg.MaterializeResult(metadata=meta)
+
+
+# -- the cycle's gate: the student against its parent -----------------------------------------------------------------
+GATE = "loong_cycle_gate"
+
+
+class CycleGateAssetConfig(dg.Config):
+    games: int | None = Field(default=None, description="games (even); None: the profile's "
+                                                        "(ops.loong_search_check.CYCLE_SIZES: small 96)")
+    rounds: int | None = Field(default=None, description="round limit of the games; None: the profile's (500)")
+    seed: int = Field(default=0, description="maps and match seeds derive from it")
+
+
+def student_parent(store) -> tuple[object, dict, object]:
+    """The latest published student's folder, its ``source.json`` (cycle, init, targets) and its parent's int8
+    network file (the network its targets were searched for); dg.Failure naming what is missing."""
+    from pathlib import Path
+
+    student = store.latest(GROUP, STUDENT)
+    if student is None:
+        raise dg.Failure(f"{GATE}: no published loong_student; materialise it first", allow_retries=False)
+    source = json.loads((student / SOURCE_FILE).read_text())
+    targets = Path(source["targets"])
+    try:
+        tconf = json.loads((targets / "config.json").read_text())
+    except (OSError, ValueError):
+        raise dg.Failure(f"{GATE}: the student's targets {targets / 'config.json'} are gone or damaged",
+                         allow_retries=False) from None
+    parent = store.root / GROUP / "loong_network_int8" / Path(tconf["network"]).parent.name / "network.npz"
+    if not parent.is_file():
+        raise dg.Failure(f"{GATE}: the parent network {parent} is gone", allow_retries=False)
+    return student, source, parent
+
+
+def gate_passed(store, student_folder: str) -> bool:
+    """Whether the latest published cycle gate passed the student ``student_folder`` (only a student that beat its
+    parent is exported as the next network)."""
+    from assets.loong_search import CHECK_FILE
+
+    gate = store.latest(GROUP, GATE)
+    if gate is None or not (gate / CHECK_FILE).is_file():
+        return False
+    record = json.loads((gate / CHECK_FILE).read_text())
+    return bool(record.get("passed")) and record.get("network") == student_folder
+
+
+@dg.asset(
+    group_name=GROUP, deps=[STUDENT], kinds={"c", "mlflow"},
+    check_specs=[dg.AssetCheckSpec("student_beats_parent", asset=GATE, blocking=True,
+                                   description=CYCLE_GATE.describe())],
+)
+def loong_cycle_gate(context: dg.AssetExecutionContext, config: CycleGateAssetConfig, mlflow: MlflowResource,
+                     artifact_store: ArtifactStoreResource, profile: ProfileResource,
+                     execution: ExecutionResource) -> dg.MaterializeResult:
+    """The cycle's gate (issue 37 item 4): the student, exported to int8 and checked against torch, plays its parent
+    (the network the targets were searched for), both plain, on every size band and symmetry at the rules' 500
+    rounds; published only on a pass, and loong_network_int8 exports a student only after its gate passed, so a
+    cycle that makes the network weaker leaves the published network as it was."""
+    from assets.loong_search import check_size, gated, run_check
+    from ops import loong_network as net_op
+    from ops.loong_search_check import CYCLE_SIZES
+    from ops.loong_student import NETWORK
+
+    name = profile.checked()
+    size = validated(GATE, lambda: check_size(config, CYCLE_SIZES, name))
+    store = artifact_store.store()
+    student, source, parent = student_parent(store)
+    cycle = source["cycle"]
+    version = version_id(context)
+    exported = store.dir(GROUP, GATE, version) / "network"
+    try:
+        r = net_op.export(student / NETWORK, exported, progress=lambda line: context.log.info(f"{GATE}: {line}"))
+    except net_op.NetworkError as e:
+        raise dg.Failure(f"{GATE}: {e}", allow_retries=False) from None
+    if r.check["mismatch_count"] or not r.check["decisions"]:
+        raise dg.Failure(f"{GATE}: the student's int8 export does not decide as its torch network "
+                         f"({r.check['mismatch_count']} mismatches over {r.check['decisions']} decisions)",
+                         allow_retries=False)
+    m, version, meta, verdict = run_check(
+        context, GATE, "parent", size, config.seed, CYCLE_GATE, mlflow, store, execution, exported, name,
+        version=version, name=student.name, search_units=0, parent=parent, side=f"expert-{cycle} ({student.name})",
+        tags={"asset_family": "loong-cycle", "cycle": str(cycle)})
+    passed = meta["passed"].value
+    if passed:
+        store.publish(GROUP, GATE, version)
+    meta.update({"cycle": dg.MetadataValue.int(cycle), "student": dg.MetadataValue.text(student.name),
+                 "parent": dg.MetadataValue.path(str(parent)), "published": dg.MetadataValue.bool(passed)})
+    return gated(context, meta, verdict, passed,
+                 published=f"{GATE} {version}: loong_network_int8 exports {student.name} as expert-{cycle}" if passed
+                 else f"nothing: {student.name} is not exported; the published network stays its parent",
+                 next_command="loong_network_int8 (the cycle goes on)" if passed else
+                 "the value-lost report (docs/loong-value-lost.md) for what the student missed, or, when "
+                 "inconclusive, more games")

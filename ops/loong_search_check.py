@@ -4,11 +4,14 @@ is used or released"; docs/loong-search-check.md).
     size = SEARCH_CHECK_SIZES["small"]                       # games and round limit, fixed here before any game
     m = search_match(NET, "plain", size, seed=0, executor)   # expert-0-search against expert-0, the same network
     m = search_match(NET, "foil", RELEASE_SIZES["small"], seed=0, executor)   # the release check's match
+    m = search_match(NEW, "parent", size, seed=0, executor, search_units=0, parent=OLD)   # the cycle's gate (plain)
     m.passed(SEARCH_PASS_LOWER)
 
 Both sides play on the native build of the one C turn the judged bot runs (``bot.expert0``): the searching side with
 the judge build's search budget (``bot.expert0.SEARCH_UNITS``, the same decisions as the wasm build: the search
-counts units, it never reads a clock), the plain side the network's top candidate. Maps: every size band and
+counts units, it never reads a clock), the plain side the network's top candidate. Against ``parent`` (the network
+a cycle's student came from: ``ops.loong_cycle_gate``) both sides play with the same search units, 0 for the plain
+network on both. Maps: every size band and
 symmetry (``ops.loong_contender.band_map``), each map twice with the sides swapped on one match seed. Passed when
 the Wilson 95% lower bound of the searching side's score rate (wins + draws / 2) is above the bar.
 """
@@ -34,8 +37,13 @@ SEARCH_GATE = Gate("search_beats_plain", "expert-0-search's score rate against e
                    "candidate, no search), on every size band and symmetry", bar=SEARCH_PASS_LOWER)
 RELEASE_GATE = Gate("release_beats_foil", "expert-0-search's score rate against the foil, on every size band and "
                     "symmetry", bar=RELEASE_PASS_LOWER)
+CYCLE_PASS_LOWER = 0.5    # the cycle's gate (issue 37 item 4): the student's Wilson 95% lower bound against its
+                          # parent above this
+CYCLE_GATE = Gate("student_beats_parent", "expert-N+1's score rate against its parent expert-N (the network the "
+                  "cycle's targets were searched for), both the network's top candidate, no search, on every size "
+                  "band and symmetry", bar=CYCLE_PASS_LOWER)
 GAMES_A_PART = 4          # games a work item plays (a pair of maps): parts never depend on the workers
-OPPONENTS = ("plain", "foil", "expert-h")
+OPPONENTS = ("plain", "foil", "expert-h", "parent")
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,10 @@ class CheckSize:
 # Sizes by profile (docs/loong-search-check.md, "Sizes": set by the games this CPU plays in a cycle and the power
 # to see the effect measured); the test profile only proves the path.
 SEARCH_CHECK_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(192, 60), "full": CheckSize(400, 500)}
+# The cycle's gate at the rules' 500 rounds, sized by power (docs/loong-cycle.md, "The gate"): n = (1.96 + 0.84)^2
+# p (1 - p) / (p - 0.5)^2 games see a true score rate p above 0.5 four times in five: small 96 (p = 0.65: 79, and
+# the teacher check's size), full 400 (p = 0.57: 392); the test profile only proves the path.
+CYCLE_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(96, 500), "full": CheckSize(400, 500)}
 RELEASE_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(RELEASE_MIN_GAMES, 100),
                  "full": CheckSize(RELEASE_MIN_GAMES * 2, 500)}
 
@@ -88,6 +100,7 @@ class SearchMatch:
     search_units: int
     games: list[GameRecord] = field(default_factory=list)
     seconds: float = 0.0
+    side: str = "expert-0-search"  # the checked side's name in the line
 
     @property
     def wins(self) -> int:
@@ -140,7 +153,7 @@ class SearchMatch:
 
     def line(self, bar: float) -> str:
         lo, hi = self.wilson
-        return (f"expert-0-search vs {self.opponent}: {self.wins}-{self.draws}-{self.losses} over {len(self.games)} "
+        return (f"{self.side} vs {self.opponent}: {self.wins}-{self.draws}-{self.losses} over {len(self.games)} "
                 f"games ({self.size.rounds} rounds), score {self.score:.3f}, Wilson 95% [{lo:.3f}, {hi:.3f}], bar "
                 f"lower > {bar}: {'pass' if self.passed(bar) else 'FAIL'}; {self.simulations_a_turn:.1f} "
                 f"simulations a searched turn, the search changed {self.changed_share:.1%} of the network's picks")
@@ -179,7 +192,13 @@ class _WatchedBot:
         return out
 
 
-def _opponent(name: str, net_path: str, digest: str):
+def _opponent(name: str, net_path: str, digest: str, parent: tuple[str, str] | None = None, units: int = 0):
+    if name == "parent":
+        from bot.expert0 import expert0_factory
+        from bot.int8_expert import load
+
+        path, version = parent
+        return cached(f"expert0-search:{version}:{units}:None", lambda: expert0_factory(load(path), search_units=units))
     if name == "plain":
         from bot.expert0 import expert0_factory
         from bot.int8_expert import load
@@ -197,15 +216,17 @@ def _opponent(name: str, net_path: str, digest: str):
 
 
 def play_part(net_path: str, digest: str, opponent: str, games: list[int], rounds: int, match_seed: int,
-              search_units: int, tune=None, *, seed: int = 0) -> list[GameRecord]:
-    """Games ``games`` of a check (a work item; ``seed`` unused: every game's seeds derive from ``match_seed``)."""
+              search_units: int, tune=None, parent: tuple[str, str] | None = None, *,
+              seed: int = 0) -> list[GameRecord]:
+    """Games ``games`` of a check (a work item; ``seed`` unused: every game's seeds derive from ``match_seed``);
+    ``parent``: the parent network's (path, digest) when ``opponent`` is "parent"."""
     from bot.expert0 import expert0_factory
     from bot.int8_expert import load
     from games.loong.bots import play_game
 
     searcher = cached(f"expert0-search:{digest}:{search_units}:{tune!r}",
                       lambda: expert0_factory(load(net_path), search_units=search_units, tune=tune))
-    other = _opponent(opponent, net_path, digest)
+    other = _opponent(opponent, net_path, digest, parent, search_units)
     out = []
     for g in games:
         m, pair, side = band_map(g, match_seed), pair_seed(match_seed, g // 2), g % 2
@@ -220,11 +241,13 @@ def play_part(net_path: str, digest: str, opponent: str, games: list[int], round
 
 
 def search_match(net_path: Path | str, opponent: str, size: CheckSize, *, seed: int, executor: Executor,
-                 search_units: int | None = None, tune=None,
+                 search_units: int | None = None, tune=None, parent: Path | str | None = None, side: str = "",
                  progress: Callable[[str, int, int], None] | None = None) -> SearchMatch:
-    """The searching expert-0 against ``opponent`` ('plain': the same network without search, 'foil', 'expert-h')
-    over ``size``'s games, in parts of GAMES_A_PART through ``executor``; ``tune``: a ``bot.expert0.SearchTune``
-    (None: the judged build's constants); ``progress(part, done, total)``."""
+    """The searching expert-0 against ``opponent`` ('plain': the same network without search, 'foil', 'expert-h',
+    'parent': the network ``parent`` with the same ``search_units``) over ``size``'s games, in parts of GAMES_A_PART
+    through ``executor``; ``search_units`` 0: the plain network (no search); ``tune``: a ``bot.expert0.SearchTune``
+    (None: the judged build's constants); ``side``: the checked side's name in the match's line;
+    ``progress(part, done, total)``."""
     import time
 
     from bot.expert0 import SEARCH_UNITS
@@ -233,17 +256,21 @@ def search_match(net_path: Path | str, opponent: str, size: CheckSize, *, seed: 
     if opponent not in OPPONENTS:
         raise ValueError(f"opponent: one of {', '.join(OPPONENTS)}, got {opponent!r}")
     units = SEARCH_UNITS if search_units is None else search_units
-    if not isinstance(units, int) or units < 1:
-        raise ValueError(f"search_units: a positive int, got {units!r}")
+    if not isinstance(units, int) or units < 0 or (units == 0 and opponent == "plain"):
+        raise ValueError(f"search_units: a positive int (0, no search, only against another network), got {units!r}")
+    if (parent is None) != (opponent != "parent"):
+        raise ValueError("parent: the parent network's file exactly when the opponent is 'parent'")
     version = digest(load(net_path))  # a damaged file is its loader's one-line ValueError
+    against = (str(parent), digest(load(parent))) if parent is not None else None
     ids = list(range(size.games))
     parts = [ids[i:i + GAMES_A_PART] for i in range(0, len(ids), GAMES_A_PART)]
     items = [WorkItem(f"games {p[0]}-{p[-1]}", play_part,
-                      (str(net_path), version, opponent, p, size.rounds, seed, units, tune)) for p in parts]
+                      (str(net_path), version, opponent, p, size.rounds, seed, units, tune, against)) for p in parts]
     t0 = time.perf_counter()
     results = gather(executor, items, on_done=(lambda o, done, total: progress(o.name, done, total))
                      if progress else None)
-    m = SearchMatch(opponent, size, seed, units, sorted((g for part in results for g in part), key=lambda g: g.game))
+    m = SearchMatch(opponent, size, seed, units, sorted((g for part in results for g in part), key=lambda g: g.game),
+                    side=side or ("expert-0-search" if units else "expert-0"))
     m.seconds = time.perf_counter() - t0
     return m
 
@@ -272,11 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ops.loong_search_check", description=main.__doc__.splitlines()[0])
     ap.add_argument("--network", required=True, help="an int8 network (loong_network_int8's network.npz)")
     ap.add_argument("--opponent", default="plain", choices=OPPONENTS)
+    ap.add_argument("--parent", default=None, help="with --opponent parent: the network the checked one came from")
     ap.add_argument("--games", type=int, default=SEARCH_CHECK_SIZES["small"].games)
     ap.add_argument("--rounds", type=int, default=SEARCH_CHECK_SIZES["small"].rounds)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--search-units", type=int, default=None, help="units a turn (default: the judge build's)")
+    ap.add_argument("--search-units", type=int, default=None, help="units a turn (default: the judge build's; 0: "
+                    "no search, against --opponent parent only)")
     ap.add_argument("--c-scale", type=float, default=None, help="the Gumbel root's C_SCALE (default: search.h's)")
     ap.add_argument("--considered", type=int, default=None, help="candidates the root considers")
     ap.add_argument("--rollout-rounds", type=int, default=None, help="rounds a rollout plays after the current one")
@@ -288,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         size = CheckSize(a.games, a.rounds)
         tune = _tune(a)
         m = search_match(a.network, a.opponent, size, seed=a.seed, executor=make_executor("local", a.workers),
-                         search_units=a.search_units, tune=tune)
+                         search_units=a.search_units, tune=tune, parent=a.parent)
     except ValueError as e:
         ap.error(str(e))
     print(m.line(bar) + (f" ({tune})" if tune else ""))

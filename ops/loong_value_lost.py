@@ -11,13 +11,16 @@ student from the teacher, the value it lost, and its cause, so the next cycle's 
 A **departure** is a searched row (``value_lost`` finite) whose teacher action is not the student's (the two
 records' actions differ as ``record_rows`` groups them). Exactly one cause a departure, in this order:
 
-1. **candidate**: no generator's record (harvest, escape) is the teacher's action: it exists only as a primitive,
-   or no record at all (``teacher_choice`` -1: the native teacher's own listing found it);
+1. **candidate**: the network never scored the teacher's action: no record holds it (``teacher_choice`` -1: the
+   native teacher's own listing found it) or none of its records has a trunk tap (``taps`` 255);
 2. **information**: searched on the sight state (enemies out of the acting dragon's window taken out) the teacher
    no longer prefers its action (``margin_sight <= 0``); split by ``margin_team`` (a teammate's view supports it);
-3. **ranking**: a generator's candidate, still preferred on the dragon's own information, scored lower;
+3. **ranking**: a candidate the network scored, still preferred on the dragon's own information, scored lower;
 
-and **untested** where ``margin_sight`` is NaN (the test was off): neither 2 nor 3 can be told.
+and **untested** where ``margin_sight`` is NaN (the test was off): neither 2 nor 3 can be told. Which generator
+proposes the teacher's action (harvest, escape, or only the primitive list) is reported apart (``generators``,
+``candidate_gaps.by_generator``): the network scores every primitive record, so coverage by a generator is not a
+candidate gap.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from bot.core_candidates import (
     parse_records,
     sprint_directions,
 )
+from bot.core_inputs import NO_TAP
 from ops.loong_teacher_targets import TargetsError, load_targets, record_rows
 
 CAUSES = ("none", "candidate", "information", "ranking", "untested")
@@ -52,7 +56,7 @@ GENERATORS = {GEN_HARVEST: "harvest", GEN_ESCAPE: "escape", GEN_PRIMITIVE: "prim
 KINDS = {KIND_MOVE: "move", KIND_SPRINT: "sprint", KIND_SPLIT: "split"}
 DIRS = "NESW"
 # the columns the report reads (load_targets(path, columns=COLUMNS) keeps the rest on disk)
-COLUMNS = ["game", "dragon", "team", "round", "width", "action", "crop", "scalars", "candidates", "chosen",
+COLUMNS = ["game", "dragon", "team", "round", "width", "action", "crop", "scalars", "candidates", "taps", "chosen",
            "teacher_choice", "value_lost", "margin_full", "margin_sight", "margin_team"]
 # the crop (docs/expert-core-planes.md): 17 x 17 x 56 HWC, the head at (8, 8); the 7 x 7 window is rows and
 # columns 5..11 (the crop turns with the heading, and the window is square around the head, so it is the same cells)
@@ -113,6 +117,7 @@ class Facts:
     student_gens: np.ndarray  # int [rows]: bit 1 << g for every generator g with a record of the student's action
     teacher_gens: np.ndarray  # the same for the teacher's action
     teacher_kind: np.ndarray  # int: the teacher's action's kind (-1: no record)
+    teacher_scored: np.ndarray  # bool: a record of the teacher's action has a trunk tap (the network scored it)
     student_text: list[str]
     teacher_text: list[str]
 
@@ -135,10 +140,12 @@ def analyse(table: pa.Table) -> Facts:
     lost = _floats(table, "value_lost")
     margins = {k: _floats(table, k) for k in ("margin_full", "margin_sight", "margin_team")}
     cands = _column(table, "candidates").to_pylist()
+    taps = _column(table, "taps").to_pylist()
     searched = np.isfinite(lost)
     departure = np.zeros(n, bool)
     student_gens, teacher_gens = np.zeros(n, np.int64), np.zeros(n, np.int64)
     teacher_kind = np.full(n, -1, np.int64)
+    teacher_scored = np.zeros(n, bool)
     student_text, teacher_text = [""] * n, [""] * n
     for i in range(n):
         recs = parse_records(cands[i])
@@ -156,20 +163,23 @@ def analyse(table: pa.Table) -> Facts:
             text[i] = record_text(recs[at])
         if teacher[i] >= 0:
             teacher_kind[i] = int(recs[teacher[i]]["kind"])
+            tapped = np.frombuffer(taps[i], np.uint8)
+            if len(tapped) != len(recs):
+                raise ReportError(f"targets row {i}: taps holds {len(tapped)} bytes for {len(recs)} records")
+            teacher_scored[i] = bool((tapped[group == group[teacher[i]]] != NO_TAP).any())
         departure[i] = searched[i] and chosen[i] >= 0 and (teacher[i] < 0 or group[chosen[i]] != group[teacher[i]])
         if teacher[i] < 0:
             teacher_text[i] = "(no candidate)"
     cause = np.full(n, NONE, np.int8)
-    generator_option = (teacher_gens & ~(1 << GEN_PRIMITIVE)) != 0
     sight = margins["margin_sight"]
-    cause[departure & ~generator_option] = CANDIDATE
-    rest = departure & generator_option
+    cause[departure & ~teacher_scored] = CANDIDATE
+    rest = departure & teacher_scored
     cause[rest & np.isnan(sight)] = UNTESTED
     with np.errstate(invalid="ignore"):
         cause[rest & (sight <= 0)] = INFORMATION
         cause[rest & (sight > 0)] = RANKING
-    return Facts(cause, searched, departure, lost, margins, student_gens, teacher_gens, teacher_kind, student_text,
-                 teacher_text)
+    return Facts(cause, searched, departure, lost, margins, student_gens, teacher_gens, teacher_kind, teacher_scored,
+                 student_text, teacher_text)
 
 
 def classify(table: pa.Table) -> np.ndarray:

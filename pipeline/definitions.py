@@ -21,7 +21,8 @@ from assets import (
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 
 # the expert-iteration cycle (its job)
-CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_value_lost_report", "loong_student")
+CYCLE_ASSETS = ("loong_teacher", "loong_teacher_targets", "loong_value_lost_report", "loong_student",
+                "loong_cycle_gate")
 # the bot's search checked against its own network, then the release check against the foil (their job)
 RELEASE_ASSETS = ("loong_search_check", "loong_release")
 ASSET_MODULES = [celldiv_league, celldiv_training, contender, loong, loong_belief, loong_league, loong_positions,
@@ -85,7 +86,7 @@ loong_cycle_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*CYCLE_ASSETS, "loong_network_int8", "loong_wasm_build"),
     description="One expert-iteration cycle, expert-N to expert-N+1: the teacher and its check against the published "
                 "network (blocking), its targets on the network's own games, their value-lost report, the student "
-                "distilled from them, its int8 export and the wasm build.",
+                "distilled from them, its gate against its parent (blocking), its int8 export and the wasm build.",
 )
 
 loong_release_job = dg.define_asset_job(

@@ -58,15 +58,20 @@ def crop(*marks) -> bytes:
     return bytes(c)
 
 
-def row(i, chosen, teacher, lost, margins=(NAN, NAN, NAN), recs=BASE, crop_bytes=None, queen=False) -> dict:
+def row(i, chosen, teacher, lost, margins=(NAN, NAN, NAN), recs=BASE, crop_bytes=None, queen=False,
+        untapped=()) -> dict:
+    """One targets row; ``untapped``: records without a trunk tap (the network never scored them)."""
     n = len(recs)
+    taps = bytearray(n)
+    for k in untapped:
+        taps[k] = 255
     scalars = bytearray(32)
     scalars[1] = 127 if queen else 0
     q = np.zeros(n, np.float32)
     return {"game": i // 4, "dragon": i % 4, "team": i % 2, "round": 10 + i, "bot": "expert-0-native", "width": 20,
             "height": 20, "symmetry": "lr", "action": "M0", "after_head": 0, "after_heading": 0,
             "crop": crop_bytes or bytes(CROP_BYTES), "overview": bytes(3600), "scalars": bytes(scalars),
-            "candidates": records(*recs), "features": bytes(48 * n), "taps": bytes(n), "candidate_count": n,
+            "candidates": records(*recs), "features": bytes(48 * n), "taps": bytes(taps), "candidate_count": n,
             "chosen": chosen, "generator_match": False, "outcome": 0, "prior": q.tobytes(), "teacher_q": q.tobytes(),
             "teacher_visits": np.zeros(n, np.uint16).tobytes(), "teacher_policy": q.tobytes(),
             "teacher_choice": teacher, "teacher_value": 0.0, "value_lost": lost, "margin_full": margins[0],
@@ -77,8 +82,10 @@ def synthetic() -> tuple[pa.Table, list[str]]:
     """Ten rows of known causes (dyadic values, so every sum is exact)."""
     specs = [
         (1, 1, 0.0, (NAN,) * 3, {}, "none"),  # the same action
-        (1, 3, 0.5, (0.25, 0.125, 0.125), dict(crop_bytes=crop((8, 10, 19, 127), (2, 2, 25, 64))), "candidate"),
-        (0, 5, 0.25, (NAN,) * 3, dict(queen=True, crop_bytes=crop((6, 9, 25, 64))), "candidate"),  # a sprint
+        (1, 3, 0.5, (0.25, 0.125, 0.125), dict(crop_bytes=crop((8, 10, 19, 127), (2, 2, 25, 64)), untapped=(3,)),
+         "candidate"),  # the teacher's move W never scored
+        (0, 5, 0.25, (NAN,) * 3, dict(queen=True, crop_bytes=crop((6, 9, 25, 64)), untapped=(5,)),
+         "candidate"),  # a sprint never scored
         (0, 1, 0.375, (0.25, -0.125, 0.25), {}, "information"),  # teammate knew
         (3, 2, 0.125, (-0.0625, 0.0, -0.125), {}, "information"),  # beyond any teammate; the full test disagrees
         (1, 2, 0.1875, (0.125, 0.25, 0.25), {}, "ranking"),
@@ -94,6 +101,23 @@ def synthetic() -> tuple[pa.Table, list[str]]:
 def test_every_departure_gets_its_one_cause():
     table, causes = synthetic()
     assert [CAUSES[c] for c in classify(table)] == causes
+
+
+def test_a_candidate_gap_is_an_action_the_network_never_scored():
+    """A primitive-only action the network scored is ranking or information, not a candidate gap; an action no
+    record holds (teacher_choice -1) or whose every record lacks a tap is one; a taps column that does not match
+    the records is refused naming the row."""
+    rows = [row(0, 1, 3, 0.5, (0.25, 0.125, 0.125)),  # move W: only the primitive list proposes it, and scored
+            row(1, 1, 3, 0.5, (0.25, -0.125, 0.125)),  # the same, but not preferred on the dragon's sight
+            row(2, 1, -1, 0.5, (0.25, 0.125, 0.125)),  # the native teacher's own listing: no record holds it
+            row(3, 1, 2, 0.5, (0.25, 0.125, 0.125), untapped=(2,)),  # move S: its escape record 7 has a tap
+            row(4, 1, 2, 0.5, (0.25, 0.125, 0.125), untapped=(2, 7))]  # neither of its records has one
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    assert [CAUSES[c] for c in classify(table)] == ["ranking", "information", "candidate", "ranking", "candidate"]
+    bad = row(5, 1, 3, 0.5)
+    bad["taps"] = bytes(3)
+    with pytest.raises(ReportError, match="targets row 0: taps holds 3 bytes for 8 records"):
+        classify(pa.Table.from_pylist([bad], schema=SCHEMA))
 
 
 def test_the_report_sums_rates_and_splits_exactly():
