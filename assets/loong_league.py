@@ -315,7 +315,7 @@ def build_store_state(root: Path) -> dict[str, str]:
     return league_op.registered_names(root)
 
 
-@dg.sensor(job_name=LEAGUE_PASS_JOB, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING,
+@dg.sensor(job_name=LEAGUE_PASS_JOB, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.STOPPED,
            description="A league pass when a build is registered (a new name, or a name pointing at a new id); "
                        "the first evaluation only records the store")
 def loong_new_build_sensor(context: dg.SensorEvaluationContext, artifact_store: ArtifactStoreResource):
