@@ -7,7 +7,7 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import run_metadata, validated, version_id
+from assets.metadata import inputs_key, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import CYCLE_GATE
 from ops.loong_teacher import CHECK_GATE
@@ -178,7 +178,8 @@ def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAsse
         name, seed=config.seed, units=t["units"], model=t["model"], leaf=t["leaf"], weights=tuple(t["weights"]),
         rollout_rounds=t["rollout_rounds"], **{k: v for k, v in given.items() if v is not None}))
     source = network_source(network)
-    version = version_id(context)
+    # the same teacher, settings and network: the same folder, so a stopped run resumes its finished games
+    version = f"cycle{source['cycle'] + 1}-{inputs_key(cfg, network.name)}"
     out = store.dir(GROUP, TARGETS, version)
     with mlflow.run(context, GROUP, name, tags={"asset_family": "loong-cycle",
                                                 "cycle": str(source["cycle"] + 1)}) as tracker:
@@ -265,12 +266,14 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
         raise dg.Failure(f"{STUDENT}: the float network behind {network.name} is unknown or gone "
                          f"({init or 'no source.json'}); rematerialise loong_network_int8", allow_retries=False)
     cycle = source["cycle"] + 1
-    version = f"cycle{cycle}-{version_id(context)}"
-    out = store.dir(GROUP, STUDENT, version)
     log = lambda line: context.log.info(f"{STUDENT}: {line}")  # noqa: E731
     labels, notes = student_positions(config, store, targets, network, log)
     for line in notes:
         log(line)
+    # the same settings, targets and positions: the same folder, so a stopped run resumes its last checkpoint
+    used = (labels.used, labels.total_weight, len(labels.skipped)) if labels is not None else None
+    version = f"cycle{cycle}-{inputs_key(cfg, targets.name, repr(used), str(init))}"
+    out = store.dir(GROUP, STUDENT, version)
     with mlflow.run(context, GROUP, name, tags={"asset_family": "loong-cycle", "cycle": str(cycle)}) as tracker:
         tracker.log_params({"cycle": cycle, "network_int8": network.name})  # the op logs its config, targets, init
         try:

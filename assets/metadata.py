@@ -25,6 +25,14 @@ def config_key(config) -> str:
     return "cfg-" + hashlib.blake2b(blob, digest_size=6).hexdigest()
 
 
+def inputs_key(config, *inputs: str) -> str:
+    """A short stable hash of a frozen dataclass config and the names of an asset's inputs: the folder of a
+    materialisation that resumes. The same inputs give the same folder, so a step run again after a stop finds the
+    work it left there (the targets' finished games, the student's last checkpoint)."""
+    blob = json.dumps([dataclasses.asdict(config), *inputs], sort_keys=True, default=str).encode()
+    return "in-" + hashlib.blake2b(blob, digest_size=6).hexdigest()
+
+
 def markdown_table(rows: Sequence[dict], columns: Sequence[str], fmt: dict | None = None) -> str:
     fmt = fmt or {}
     head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"

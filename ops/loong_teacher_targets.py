@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -714,12 +715,35 @@ def _game_item(cfg: TargetsConfig, spec: GameSpec, network_path: str, network_di
     return rows, result
 
 
+WORK = "games"  # out_dir/games: each finished game's rows and result while a run is under way (``run`` resumes)
+
+
+def _game_files(work: Path, game: int) -> tuple[Path, Path]:
+    return work / f"game-{game:06d}.parquet", work / f"game-{game:06d}.json"
+
+
+def _keep_game(work: Path, game: int, rows: list[dict], result: dict) -> None:
+    """A finished game's rows and result, each written whole (a temporary file renamed); the result last, so a game
+    counts as finished only once both are there."""
+    table, doc = _game_files(work, game)
+    tmp = table.with_suffix(".tmp")
+    pq.write_table(encode_rows(rows), tmp, compression="zstd")
+    tmp.replace(table)
+    tmp = doc.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, sort_keys=True))
+    tmp.replace(doc)
+
+
 def run(cfg: TargetsConfig, network_path, out_dir, *, executor=None, progress: Callable[[str], None] | None = None,
         student=None) -> TargetsResult:
-    """Play every game (``game_spec``), each a work item on ``executor`` (default: in this process); write one shard
-    a ``SHARD_GAMES`` games as ``out_dir/part-<first game, 6 digits>.parquet`` plus ``config.json`` and
-    ``games.json``, read the shards back (``load_targets``) and sum them up. With ``cfg.replays``, each game's replay
-    and review (and with ``cfg.pages`` its page) go to ``out_dir/replays`` (``write_game``; games.json names them).
+    """Play every game (``game_spec``), each a work item on ``executor`` (default: in this process); keep each
+    finished game in ``out_dir/games`` (``WORK``); then write one shard a ``SHARD_GAMES`` games as
+    ``out_dir/part-<first game, 6 digits>.parquet`` plus ``config.json`` and ``games.json``, read the shards back
+    (``load_targets``) and sum them up. A run stopped part way (killed, or a game that failed every attempt: the
+    ``WorkFailed`` names it) leaves its finished games there; the next run with the same config and network plays
+    only the others and writes the same bytes as a run that never stopped (another config or network starts over).
+    With ``cfg.replays``, each game's replay and review (and with ``cfg.pages`` its page) go to ``out_dir/replays``
+    (``write_game``; games.json names them).
     ``network_path``: the student's int8 network (``bot.int8_expert.load``: ValueError naming the file);
     ``student``: a factory wrapping the network's native expert-0 (``student(expert0_factory(net))``; its bots must
     expose ``inputs``, ``decision`` and ``last_code``; in-process only), default the native build itself."""
@@ -737,34 +761,47 @@ def run(cfg: TargetsConfig, network_path, out_dir, *, executor=None, progress: C
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("part-*.parquet"):
         old.unlink()
-    folder = out / REPLAYS
-    _clear_replays(folder)
+    folder, work = out / REPLAYS, out / WORK
+    key = json.dumps({**asdict(cfg), "network_digest": net_digest}, sort_keys=True)
+    if not (work / "run.json").is_file() or (work / "run.json").read_text() != key:  # a fresh run
+        if work.is_dir():
+            shutil.rmtree(work)
+        _clear_replays(folder)
+        work.mkdir()
+        (work / "run.json").write_text(key)
     if cfg.replays:
         folder.mkdir(exist_ok=True)
     specs = [game_spec(cfg, g) for g in range(cfg.games)]
+    kept = {s.game for s in specs if _game_files(work, s.game)[1].is_file()}
     items = [WorkItem(f"targets game {s.game}", _game_item,
                       (cfg, s, str(network_path), net_digest, str(folder) if cfg.replays else None, student),
-                      seed=s.seed) for s in specs]
+                      seed=s.seed) for s in specs if s.game not in kept]
     t0 = time.perf_counter()
     decisions = [0]
+    if kept and progress:
+        progress(f"resuming: {len(kept)} of {len(specs)} games kept from the last run")
 
     def done(o, k: int, n: int) -> None:
         if o.ok:
-            decisions[0] += len(o.value[0])
+            rows, result = o.value
+            _keep_game(work, result["game"], rows, result)
+            decisions[0] += len(rows)
         if progress:
             progress(f"game {k}/{n} ({o.name}{'' if o.ok else ' FAILED'}): {decisions[0]} decisions, "
                      f"{time.perf_counter() - t0:.1f} s")
 
-    played = gather(executor, items, done)
+    gather(executor, items, done)  # WorkFailed after the others finished: they stay kept for the next run
     seconds = time.perf_counter() - t0
     paths, results = [], []
     for i in range(0, len(specs), SHARD_GAMES):
-        chunk = played[i: i + SHARD_GAMES]
+        chunk = [_game_files(work, s.game) for s in specs[i: i + SHARD_GAMES]]
         path = out / f"part-{specs[i].game:06d}.parquet"
-        pq.write_table(encode_rows([r for rows, _ in chunk for r in rows]), path, compression="zstd")
+        pq.write_table(pa.concat_tables([pq.read_table(t) for t, _ in chunk]).combine_chunks(), path,
+                       compression="zstd")
         paths.append(path)
-        results += [res for _, res in chunk]
+        results += [json.loads(doc.read_text()) for _, doc in chunk]
     results.sort(key=lambda r: r["game"])
+    shutil.rmtree(work)
     doc = {**asdict(cfg), "network": str(network_path), "network_digest": net_digest}
     (out / "config.json").write_text(json.dumps(doc, indent=1, sort_keys=True))
     (out / "games.json").write_text(json.dumps(results, indent=1, sort_keys=True))

@@ -213,6 +213,45 @@ def test_the_same_config_gives_the_same_rows(played, network, tmp_path):
         assert '"review":' in (tmp_path / "other" / r["page"]).read_text()
 
 
+def test_a_stopped_run_resumes_and_writes_the_same_bytes(played, network, tmp_path, monkeypatch):
+    """A run whose game 2 fails every attempt keeps the games that finished; the next run plays only game 2 and
+    writes the very bytes of a run that never stopped; another config starts over."""
+    from ops.execution import WorkFailed
+
+    cfg, result, _, _ = played
+    _, path = network
+    plain = dataclasses.replace(cfg, replays=False, pages=False)
+    whole = tmp_path / "whole"
+    run(plain, path, whole)
+    real, calls = targets._game_item, []
+
+    def failing(cfg, spec, *args, **kw):
+        calls.append(spec.game)
+        if spec.game == 2:
+            raise RuntimeError("killed")
+        return real(cfg, spec, *args, **kw)
+
+    monkeypatch.setattr(targets, "_game_item", failing)
+    stopped = tmp_path / "stopped"
+    with pytest.raises(WorkFailed, match="targets game 2"):
+        run(plain, path, stopped)
+    kept = sorted(f.name for f in (stopped / targets.WORK).glob("game-*.json"))
+    assert kept == ["game-000000.json", "game-000001.json", "game-000003.json"]
+    assert not list(stopped.glob("part-*.parquet"))
+    calls.clear()
+    monkeypatch.setattr(targets, "_game_item", lambda cfg, spec, *a, **k: calls.append(spec.game) or real(
+        cfg, spec, *a, **k))
+    again = run(plain, path, stopped, progress=lambda line: calls.append(line))
+    assert calls[0] == "resuming: 3 of 4 games kept from the last run" and calls[1] == 2
+    assert [c for c in calls if isinstance(c, int)] == [2]  # only the game that failed is played again
+    for name in ("part-000000.parquet", "games.json", "config.json"):
+        assert (stopped / name).read_bytes() == (whole / name).read_bytes(), name
+    assert not (stopped / targets.WORK).exists() and again.decisions == result.decisions
+    calls.clear()
+    run(dataclasses.replace(plain, seed=plain.seed + 1), path, stopped)  # another config: every game again
+    assert sorted(c for c in calls if isinstance(c, int)) == [0, 1, 2, 3]
+
+
 def test_records_become_the_simulators_actions():
     recs = np.zeros(7, RECORD_DTYPE)
     for i in range(4):

@@ -62,6 +62,9 @@ def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_
 
     bare = store.latest("loong", "loong_teacher_targets")
     assert not (bare / "replays").exists()
+    # folders named by their inputs (so a step run again after a stop resumes there): another config, another one
+    first = Path(cycle.asset_materializations_for_node("loong_teacher_targets")[0].metadata["path"].value)
+    assert first != bare and first.name.startswith("cycle1-in-") and (first / "replays").is_dir()
     assert all(m != m for m in load_targets(bare, ["margin_sight"])["margin_sight"].to_pylist())  # NaN: untested
     targets = cycle.asset_materializations_for_node("loong_teacher_targets")[0].metadata
     assert targets["decisions"].value > 0 and targets["cycle"].value == 1 and targets["network"].value == net0.name
