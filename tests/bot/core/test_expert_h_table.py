@@ -1,8 +1,8 @@
 """expert-h's parameter table (bot/core/expert_h_params.h; docs/decisions/expert-h.md): the default build decides
-byte for byte as the bot did before the table (the digests below were recorded on the code before the refactor:
-sha256 over every expert-h turn's reply bytes, in order, of five short games); every EH_ name bot.c uses is in the
-table, each default lies in its range; ``expert_h_defines`` refuses a name not in the table or a value outside its
-range with one line naming it."""
+byte for byte as the bot did before the table and the deletions of the measured-off variants (the digests below
+were recorded on that code: sha256 over every expert-h turn's reply bytes, in order, of five short games); every
+EH_ name bot.c uses is in the table, each default lies in its range and equals the header's #define;
+``expert_h_defines`` refuses a name not in the table or a value outside its range with one line naming it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from bot.expert_h import ExpertH, expert_h_library
+from bot.expert_h import ExpertH, expert_h_defines, expert_h_library, expert_h_params
 from bot.native import CORE_DIR
 from bot.team_keys import DEV_SECRET
 from games.loong.bots import play_game
@@ -78,3 +78,37 @@ def test_default_build_decides_as_before(native, game):
     digest, turns = _digest(native, *game)
     assert turns > 100
     assert digest == GAMES[game], f"{game}: {digest} ({turns} turns)"
+
+
+def test_every_eh_name_in_bot_c_is_in_the_table():
+    params = expert_h_params()
+    # the names bot.c defines for itself and that are no parameters: the meter's marks, the records' array size
+    own = {"EH_MARK", "EH_RECORDS", "EH_PART_BELIEF", "EH_PART_RECEIVE", "EH_PART_CANDIDATES", "EH_PART_SCORE",
+           "EH_PART_SEND"}
+    used = set(re.findall(r"\bEH_[A-Z0-9_]+\b", (CORE_DIR / "bot.c").read_text())) - own
+    assert used and used <= set(params), sorted(used - set(params))
+    assert {"EH_ROOM_NEED", "EH_REACH_MAX", "EH_WORKERS_FLEE", "EH_LENGTH_MIN", "EH_HEAD_MEMORY"} <= set(params)
+
+
+def test_the_table_defaults_lie_in_range_and_equal_the_header_defines():
+    params = expert_h_params()
+    assert len(params) >= 30
+    text = (CORE_DIR / "expert_h_params.h").read_text()
+    defines = dict(re.findall(r"^#define (EH_\w+) (\w+)$", text, re.M))
+    for p in params.values():
+        assert p.min <= p.default <= p.max, p
+        assert p.meaning, p
+        d = defines[p.name]
+        assert (params[d].default if d in params else int(d)) == p.default, (p.name, d)
+    assert set(defines) == set(params)
+
+
+@pytest.mark.parametrize("bad, named", [("EH_NOPE=1", "EH_NOPE"), ("EH_QUEEN_CAMPS=2", "EH_QUEEN_CAMPS"),
+                                        ("EH_ECHO=6", "EH_ECHO=6"), ("EH_WANDER_TURN=0", "EH_WANDER_TURN=0"),
+                                        ("EH_ROOM_NEED=x", "EH_ROOM_NEED=x")])
+def test_expert_h_defines_refuses_unknown_names_and_values_out_of_range(bad, named):
+    with pytest.raises(ValueError) as e:
+        expert_h_defines([bad])
+    assert named in str(e.value) and "\n" not in str(e.value)
+    assert expert_h_defines(["EH_ECHO=0", "EH_WANDER_TURN=4", "EH_TEAM_CAP=32"]) == (
+        "EH_ECHO=0", "EH_WANDER_TURN=4", "EH_TEAM_CAP=32")
