@@ -431,191 +431,217 @@ uint32_t expert_h_turn(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
     return code;
 }
 
-static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
-    uint32_t code = core_world_update(&h->world, obs, len);  // the filters unread: not stepped (their points)
-    h->last_code = code, h->turns++;
-    r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
-    if (code != CORE_OK) return code;
-    h->head = loong_body_y(obs, 0) * h->world.width + loong_body_x(obs, 0);
-    EH_MARK(EH_PART_BELIEF);
-#if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && !EH_RELAY
-    if (!h->route.sonar_ready)
-        core_route_key(&h->route, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, h->world.team,
-                       h->world.width, h->world.height);
-#endif
-    if (h->relay_on) core_relay_receive(&h->relay, &h->world, obs, len);
-    EH_MARK(EH_PART_RECEIVE);
-    uint32_t round = loong_round(obs);
-    core_budget_init(&budget, CORE_SURVIVAL_UNITS);
-    uint32_t n = core_candidates(&h->world, obs, len, CORE_REQ_PRIMITIVE | CORE_REQ_HARVEST | CORE_REQ_ESCAPE,
-                                 &scratch, &budget, records, EH_RECORDS);
-    EH_MARK(EH_PART_CANDIDATES);
-    if (n > EH_RECORDS) n = EH_RECORDS;
-    if (n < 4) return code;  // no candidates (cannot happen after an accepted observation): MOVE N
-    // The four moves are records 0..3. The safe set: the deepest survival, then enough room.
-    uint32_t depth = 0, room = 0, best_sprint = n;
+// One turn as the rules see it: the candidates (records 0..3 the moves N, E, S, W), the moves' end cells, the
+// safe and calm sets (rules may narrow safe), the first escape candidate (n: none) and where the reply goes.
+typedef struct {
+    const uint8_t *obs;
+    uint32_t n, round, depth, escape;
+    uint32_t end[4], safe[4], calm[4];
+    loong_reply *r;
+    uint8_t *steps;
+} eh_turn;
+
+// The safe set: the moves of the deepest survival, then with room at least min(EH_ROOM_NEED, the best room).
+// Calm: not beside an enemy head seen this round (head-on threats), nor (the probing dragons, EH_ECHO) toward an
+// echo of an enemy beyond sight. The safe set keeps its calm moves when one is calm; with none, a guarded dragon
+// takes the deepest calm surviving moves.
+static void safe_and_calm(const expert_h *h, eh_turn *t) {
+    uint32_t depth = 0, room = 0;
     for (uint32_t d = 0; d < 4; d++)
         if (core_rec_depth(rec(d)) > depth) depth = core_rec_depth(rec(d));
     for (uint32_t d = 0; d < 4; d++)
         if (core_rec_depth(rec(d)) == depth && core_rec_room(rec(d)) > room) room = core_rec_room(rec(d));
     uint32_t need = room < EH_ROOM_NEED ? room : EH_ROOM_NEED;
-    uint32_t safe[4];
+    t->depth = depth;
     for (uint32_t d = 0; d < 4; d++)
-        safe[d] = depth > 0 && core_rec_depth(rec(d)) == depth && core_rec_room(rec(d)) >= need;
+        t->safe[d] = depth > 0 && core_rec_depth(rec(d)) == depth && core_rec_room(rec(d)) >= need;
     // Head-on threats: a move ending beside an enemy head seen this round may be met head-on. Keep off such
     // cells when any surviving move avoids them (first among the safe set, else among every surviving move).
-    uint32_t cells = (uint32_t)h->world.width * h->world.height, end[4], calm[4], any_safe = 0, any_live = 0;
+    uint32_t cells = (uint32_t)h->world.width * h->world.height, any_safe = 0, any_live = 0;
     for (uint32_t d = 0; d < 4; d++) {
-        end[d] = core_rec_end(rec(d));
-        calm[d] = end[d] < cells && !scratch.danger[end[d]];
+        t->end[d] = core_rec_end(rec(d));
+        t->calm[d] = t->end[d] < cells && !scratch.danger[t->end[d]];
     }
     uint32_t echo[4];
-    echo_flags(h, obs, echo);
+    echo_flags(h, t->obs, echo);
     for (uint32_t d = 0; d < 4; d++) {
-        if (probes(h) && echo[d]) calm[d] = 0;
-        any_safe |= safe[d] && calm[d], any_live |= core_rec_depth(rec(d)) > 0 && calm[d];
+        if (probes(h) && echo[d]) t->calm[d] = 0;
+        any_safe |= t->safe[d] && t->calm[d], any_live |= core_rec_depth(rec(d)) > 0 && t->calm[d];
     }
     if (any_safe)
-        for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && calm[d];
+        for (uint32_t d = 0; d < 4; d++) t->safe[d] = t->safe[d] && t->calm[d];
     else if (any_live && guarded(h)) {
         uint32_t best = 0;
         for (uint32_t d = 0; d < 4; d++)
-            if (core_rec_depth(rec(d)) > 0 && calm[d] && core_rec_depth(rec(d)) > best) best = core_rec_depth(rec(d));
-        for (uint32_t d = 0; d < 4; d++) safe[d] = core_rec_depth(rec(d)) == best && calm[d];
+            if (core_rec_depth(rec(d)) > 0 && t->calm[d] && core_rec_depth(rec(d)) > best)
+                best = core_rec_depth(rec(d));
+        for (uint32_t d = 0; d < 4; d++) t->safe[d] = core_rec_depth(rec(d)) == best && t->calm[d];
     }
-    // The strike: a worker (not the champion) moves into the enemy queen's head seen this round (head-on: both die),
-    // else takes the shortest sprint ending there.
-    if (!guarded(h)) {
-        uint32_t q = enemy_queen_cell(h), shortest = 0xFFFF;
-        uint32_t pick = q == CORE_NO_CELL ? n : strike_pick(n, end, q, &shortest, n);
-        if (pick < n) {
-            core_route_commit(&h->route, CORE_OPT_STRIKE, rec(pick), round);
-            core_route_reply(&h->route, rec(pick), round, r, steps);
-            return code;
-        }
-    }
-    h->length = loong_length(obs);
-    if (depth == 0) {  // every move dies: the deepest surviving sprint, if any
-        uint32_t key = 0;
-        for (uint32_t i = 4; i < n; i++) {
-            const uint8_t *c = rec(i);
-            uint32_t k = core_rec_depth(c) << 8 | core_rec_room(c);
-            if (core_rec_kind(c) == CORE_KIND_SPRINT && core_rec_generator(c) == CORE_GEN_PRIMITIVE
-                && core_rec_depth(c) > 0 && k > key)
-                key = k, best_sprint = i;
-        }
-        // no sprint survives and every move is certainly fatal: a split does not move, so the dragon lives this
-        // turn (its front part; the most room, then the fewest segments shed) rather than dying, perhaps head-on
-        // with a teammate
-        uint32_t all_fatal = 1;
-        for (uint32_t d = 0; d < 4; d++) all_fatal &= (core_rec_flags(rec(d)) & CORE_CF_FATAL) != 0;
-        for (uint32_t i = 4; best_sprint == n && all_fatal && EH_SPLIT_CORNERED && i < n; i++) {
-            const uint8_t *c = rec(i);
-            uint32_t k = core_rec_room(c) << 16 | (0xFFFFu - core_rec_arg(c));
-            if (core_rec_kind(c) == CORE_KIND_SPLIT && k > key) key = k, best_sprint = i;
-        }
-        if (best_sprint < n) {
-            core_route_commit(&h->route, CORE_OPT_SURVIVE, rec(best_sprint), round);
-            h->route.option = CORE_OPT_SURVIVE;
-            core_route_reply(&h->route, rec(best_sprint), round, r, steps);
-            return code;
-        }
-    }
-    if (EH_HIDE && guarded(h) && hide(h, n, safe, round, r, steps, h->length))
-        return code;
-    // The queen keeps out of the sprint reach of every enemy head seen this round (reach from the length seen,
-    // torus Manhattan distance, kelp ignored: conservative): the lowest threat, then the deepest, roomiest move.
-    if ((guarded(h) && !EH_HIDE) || (!guarded(h) && EH_WORKERS_FLEE)) {
-        uint32_t threat[4];
-        queen_threats(h, end, threat);
-        uint32_t best = 4;
-        uint64_t key = 0;
-        for (uint32_t d = 0; d < 4; d++) {
-            if (core_rec_depth(rec(d)) == 0 || !calm[d]) continue;
-            uint64_t k = (uint64_t)(threat[d] == 0) << 50 | (uint64_t)(safe[d] != 0) << 49 |
-                         (uint64_t)(255 - threat[d]) << 40 | (uint64_t)core_rec_depth(rec(d)) << 8 |
-                         core_rec_room(rec(d));
-            if (k > key) key = k, best = d;
-        }
-        if (best < 4 && threat[best] > 0) {  // threatened by a head seen: flee (no harvest detour)
-            core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(best), round);
-            core_route_reply(&h->route, rec(best), round, r, steps);
-            return code;
-        }
-        for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && threat[d] == 0;
-        if (best < 4 && !safe[best] && !(safe[0] | safe[1] | safe[2] | safe[3])) safe[best] = 1;
-    }
-    if (EH_FEED_DEATH && feeds(h) && depth > 0 && loong_length(obs) >= EH_FEED_DEATH) {
-        // the feed death: a worker beside our queen (in its own sight this round) dies where it lies, its segments
-        // 0, 2, 4, ... left as pearls for her (queen scoring: her length counts first), when no enemy head is seen
-        uint32_t q = our_queen_cell(h, 0);
-        eh_head e[8];
-        if (q != CORE_NO_CELL && h->world.cells[q].source[CORE_G_OCCUPANT] == CORE_SRC_SIGHT &&
-            manhattan(h, q, h->head) <= EH_FEED_REACH && enemy_heads(h, e, 8) == 0) {
-            uint32_t neck = loong_body_y(obs, 1) * h->world.width + loong_body_x(obs, 1), pick = 4;
-            for (uint32_t d = 0; d < 4 && pick == 4; d++)
-                if (h->world.cells[h->head].edge[d] == LOONG_KELP || (end[d] == neck && end[d] != q)) pick = d;
-            if (pick < 4) {
-                core_route_commit(&h->route, CORE_OPT_FEED, rec(pick), round);
-                h->route.target = q;
-                core_route_reply(&h->route, rec(pick), round, r, steps);
-                return code;
-            }
-        }
-    }
-    {  // the split (calm: no move threatened by a head seen or off the calm set, no escape candidate, a move lives)
-        uint32_t L = loong_length(obs), k = 0, calm_all = depth > 0;
-        uint32_t threat[4];
-        queen_threats(h, end, threat);
-        for (uint32_t d = 0; d < 4; d++) calm_all &= threat[d] == 0 && calm[d];
-        for (uint32_t i = 4; i < n && calm_all; i++)
-            if (core_rec_generator(rec(i)) == CORE_GEN_ESCAPE) calm_all = 0;
-        if (calm_all && loong_team_living(obs) < EH_TEAM_CAP && !guarded(h) && EH_SPLIT_LENGTH &&
-            L >= EH_SPLIT_LENGTH)
-            k = L / 2;
-        for (uint32_t i = 4; i < n && k; i++) {
-            const uint8_t *c = rec(i);
-            if (core_rec_kind(c) == CORE_KIND_SPLIT && core_rec_arg(c) == k && core_rec_room(c) >= L - k + 2) {
-                core_route_commit(&h->route, CORE_OPT_SPLIT, c, round);
-                h->route.target = CORE_NO_CELL;
-                core_route_reply(&h->route, c, round, r, steps);
-                return code;
-            }
-        }
-    }
-    uint32_t escape = n, harvest = n;
+    t->escape = t->n;
+    for (uint32_t i = 4; i < t->n && t->escape == t->n; i++)
+        if (core_rec_generator(rec(i)) == CORE_GEN_ESCAPE) t->escape = i;
+}
+
+// The rules, in the order decide applies them. Each returns 1 when it wrote the reply (the turn ends there).
+
+// The strike: a worker (not the champion) moves into the enemy queen's head seen this round (head-on: both die),
+// else takes the shortest sprint ending there.
+static uint32_t rule_strike(expert_h *h, eh_turn *t) {
+    if (guarded(h)) return 0;
+    uint32_t n = t->n, q = enemy_queen_cell(h), shortest = 0xFFFF;
+    uint32_t pick = q == CORE_NO_CELL ? n : strike_pick(n, t->end, q, &shortest, n);
+    if (pick >= n) return 0;
+    core_route_commit(&h->route, CORE_OPT_STRIKE, rec(pick), t->round);
+    core_route_reply(&h->route, rec(pick), t->round, t->r, t->steps);
+    return 1;
+}
+
+// Every move dies: the deepest surviving sprint, if any; none, and every move certainly fatal: a split does not
+// move, so the dragon lives this turn (its front part; the most room, then the fewest segments shed) rather than
+// dying, perhaps head-on with a teammate (EH_SPLIT_CORNERED).
+static uint32_t rule_survive(expert_h *h, eh_turn *t) {
+    if (t->depth != 0) return 0;
+    uint32_t n = t->n, key = 0, best_sprint = n;
     for (uint32_t i = 4; i < n; i++) {
         const uint8_t *c = rec(i);
-        if (core_rec_generator(c) == CORE_GEN_ESCAPE && escape == n) escape = i;
-        // nearest first
-        if (core_rec_generator(c) == CORE_GEN_HARVEST && harvest == n && core_rec_arg(c) < 4 && safe[core_rec_arg(c)])
-            harvest = i;
+        uint32_t k = core_rec_depth(c) << 8 | core_rec_room(c);
+        if (core_rec_kind(c) == CORE_KIND_SPRINT && core_rec_generator(c) == CORE_GEN_PRIMITIVE
+            && core_rec_depth(c) > 0 && k > key)
+            key = k, best_sprint = i;
+    }
+    uint32_t all_fatal = 1;
+    for (uint32_t d = 0; d < 4; d++) all_fatal &= (core_rec_flags(rec(d)) & CORE_CF_FATAL) != 0;
+    for (uint32_t i = 4; best_sprint == n && all_fatal && EH_SPLIT_CORNERED && i < n; i++) {
+        const uint8_t *c = rec(i);
+        uint32_t k = core_rec_room(c) << 16 | (0xFFFFu - core_rec_arg(c));
+        if (core_rec_kind(c) == CORE_KIND_SPLIT && k > key) key = k, best_sprint = i;
+    }
+    if (best_sprint >= n) return 0;
+    core_route_commit(&h->route, CORE_OPT_SURVIVE, rec(best_sprint), t->round);
+    h->route.option = CORE_OPT_SURVIVE;
+    core_route_reply(&h->route, rec(best_sprint), t->round, t->r, t->steps);
+    return 1;
+}
+
+// The retreat (EH_HIDE, the queen and the champion): out of sight of every enemy head seen, the ghosts and the
+// stale strip (hide, narrow_ghosts); it may only narrow the safe set.
+static uint32_t rule_retreat(expert_h *h, eh_turn *t) {
+    return EH_HIDE && guarded(h) && hide(h, t->n, t->safe, t->round, t->r, t->steps, h->length);
+}
+
+// The flee (workers with EH_WORKERS_FLEE; the guarded dragons only with EH_HIDE = 0): out of the sprint reach of
+// every enemy head seen lately (reach from the length seen, torus Manhattan distance, kelp ignored: conservative):
+// threatened, the lowest threat, then the deepest, roomiest move; else the safe set keeps the unthreatened moves.
+static uint32_t rule_flee(expert_h *h, eh_turn *t) {
+    if (!((guarded(h) && !EH_HIDE) || (!guarded(h) && EH_WORKERS_FLEE))) return 0;
+    uint32_t threat[4], *safe = t->safe;
+    queen_threats(h, t->end, threat);
+    uint32_t best = 4;
+    uint64_t key = 0;
+    for (uint32_t d = 0; d < 4; d++) {
+        if (core_rec_depth(rec(d)) == 0 || !t->calm[d]) continue;
+        uint64_t k = (uint64_t)(threat[d] == 0) << 50 | (uint64_t)(safe[d] != 0) << 49 |
+                     (uint64_t)(255 - threat[d]) << 40 | (uint64_t)core_rec_depth(rec(d)) << 8 |
+                     core_rec_room(rec(d));
+        if (k > key) key = k, best = d;
+    }
+    if (best < 4 && threat[best] > 0) {  // threatened by a head seen: flee (no harvest detour)
+        core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(best), t->round);
+        core_route_reply(&h->route, rec(best), t->round, t->r, t->steps);
+        return 1;
+    }
+    for (uint32_t d = 0; d < 4; d++) safe[d] = safe[d] && threat[d] == 0;
+    if (best < 4 && !safe[best] && !(safe[0] | safe[1] | safe[2] | safe[3])) safe[best] = 1;
+    return 0;
+}
+
+// The feed death (EH_FEED_DEATH): a worker beside our queen (in its own sight this round, within EH_FEED_REACH)
+// dies where it lies, its segments 0, 2, 4, ... left as pearls for her (queen scoring: her length counts first),
+// when no enemy head is seen.
+static uint32_t rule_feed_death(expert_h *h, eh_turn *t) {
+    const uint8_t *obs = t->obs;
+    if (!(EH_FEED_DEATH && feeds(h) && t->depth > 0 && loong_length(obs) >= EH_FEED_DEATH)) return 0;
+    uint32_t q = our_queen_cell(h, 0);
+    eh_head e[8];
+    if (q == CORE_NO_CELL || h->world.cells[q].source[CORE_G_OCCUPANT] != CORE_SRC_SIGHT ||
+        manhattan(h, q, h->head) > EH_FEED_REACH || enemy_heads(h, e, 8) != 0)
+        return 0;
+    uint32_t neck = loong_body_y(obs, 1) * h->world.width + loong_body_x(obs, 1), pick = 4;
+    for (uint32_t d = 0; d < 4 && pick == 4; d++)
+        if (h->world.cells[h->head].edge[d] == LOONG_KELP || (t->end[d] == neck && t->end[d] != q)) pick = d;
+    if (pick >= 4) return 0;
+    core_route_commit(&h->route, CORE_OPT_FEED, rec(pick), t->round);
+    h->route.target = q;
+    core_route_reply(&h->route, rec(pick), t->round, t->r, t->steps);
+    return 1;
+}
+
+// The split: calm (no move threatened by a head seen or off the calm set, no escape candidate, a move lives),
+// fewer than EH_TEAM_CAP living, a worker (not guarded) at least EH_SPLIT_LENGTH long splits in half when the
+// front part has room.
+static uint32_t rule_split(expert_h *h, eh_turn *t) {
+    uint32_t n = t->n, L = loong_length(t->obs), k = 0, calm_all = t->depth > 0;
+    uint32_t threat[4];
+    queen_threats(h, t->end, threat);
+    for (uint32_t d = 0; d < 4; d++) calm_all &= threat[d] == 0 && t->calm[d];
+    for (uint32_t i = 4; i < n && calm_all; i++)
+        if (core_rec_generator(rec(i)) == CORE_GEN_ESCAPE) calm_all = 0;
+    if (calm_all && loong_team_living(t->obs) < EH_TEAM_CAP && !guarded(h) && EH_SPLIT_LENGTH &&
+        L >= EH_SPLIT_LENGTH)
+        k = L / 2;
+    for (uint32_t i = 4; i < n && k; i++) {
+        const uint8_t *c = rec(i);
+        if (core_rec_kind(c) == CORE_KIND_SPLIT && core_rec_arg(c) == k && core_rec_room(c) >= L - k + 2) {
+            core_route_commit(&h->route, CORE_OPT_SPLIT, c, t->round);
+            h->route.target = CORE_NO_CELL;
+            core_route_reply(&h->route, c, t->round, t->r, t->steps);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// The hunt (workers, no escape candidate): the known-map route toward where the enemy queen's head was seen in
+// the last EH_HUNT_MEMORY rounds, when its first move is safe.
+static uint32_t rule_hunt(expert_h *h, eh_turn *t) {
+    if (guarded(h) || t->escape != t->n) return 0;
+    uint32_t q = CORE_NO_CELL, best = 0, cells = (uint32_t)h->world.width * h->world.height;
+    for (uint32_t c = 0; c < cells; c++) {
+        const core_cell *u = &h->world.cells[c];
+        if (u->occupant == CORE_OCC_ENEMY_HEAD && u->dragon == 1u - h->world.team &&
+            u->round[CORE_G_OCCUPANT] + EH_HUNT_MEMORY >= h->world.round && u->round[CORE_G_OCCUPANT] > best)
+            best = u->round[CORE_G_OCCUPANT], q = c;
+    }
+    if (q == CORE_NO_CELL || scratch.dist[q] == CORE_DIST_NONE || scratch.first[q] >= 4 || !t->safe[scratch.first[q]])
+        return 0;
+    uint32_t chosen = scratch.first[q];
+    core_route_commit(&h->route, CORE_OPT_HUNT, rec(chosen), t->round);
+    h->route.target = q;
+    core_route_reply(&h->route, rec(chosen), t->round, t->r, t->steps);
+    return 1;
+}
+
+// The escort (EH_ESCORT): the team's second starting worker, no escape candidate, keeps within EH_ESCORT steps of
+// our queen's head (seen or reported in the last EH_ESCORT_AGE rounds, at most EH_ESCORT_RANGE steps away), its
+// view and reports ahead of hers.
+static uint32_t rule_escort(expert_h *h, eh_turn *t) {
+    if (!(EH_ESCORT && !guarded(h) && h->world.dragon_id == h->world.team + 4u && t->escape == t->n)) return 0;
+    return walk_toward(h, our_queen_cell(h, EH_ESCORT_AGE), EH_ESCORT, EH_ESCORT_RANGE, t->safe, CORE_OPT_ESCORT,
+                       t->round, t->r, t->steps);
+}
+
+// The route (always replies): the escape candidate if its move is safe; else the kept option's first move; else
+// the nearest harvest whose first move is safe; else wander: the queen toward the nearest known spawn tile
+// (EH_QUEEN_SPAWN), straight on while safe, a fresh turn every EH_WANDER_TURN rounds, else the first safe
+// direction from the seed's bias, else the deepest, roomiest move.
+static uint32_t rule_route(expert_h *h, eh_turn *t) {
+    const uint8_t *obs = t->obs;
+    uint32_t n = t->n, escape = t->escape, harvest = n, round = t->round, *safe = t->safe;
+    for (uint32_t i = 4; i < n && harvest == n; i++) {  // nearest first
+        const uint8_t *c = rec(i);
+        if (core_rec_generator(c) == CORE_GEN_HARVEST && core_rec_arg(c) < 4 && safe[core_rec_arg(c)]) harvest = i;
     }
     uint32_t dir = 4, chosen = n;
-    if (!guarded(h) && escape == n) {  // the hunt: toward where the enemy queen's head was seen lately
-        uint32_t q = CORE_NO_CELL, best = 0, cells = (uint32_t)h->world.width * h->world.height;
-        for (uint32_t c = 0; c < cells; c++) {
-            const core_cell *t = &h->world.cells[c];
-            if (t->occupant == CORE_OCC_ENEMY_HEAD && t->dragon == 1u - h->world.team &&
-                t->round[CORE_G_OCCUPANT] + EH_HUNT_MEMORY >= h->world.round && t->round[CORE_G_OCCUPANT] > best)
-                best = t->round[CORE_G_OCCUPANT], q = c;
-        }
-        if (q != CORE_NO_CELL && scratch.dist[q] != CORE_DIST_NONE && scratch.first[q] < 4 && safe[scratch.first[q]])
-            chosen = scratch.first[q];
-        if (chosen < n) {
-            core_route_commit(&h->route, CORE_OPT_HUNT, rec(chosen), round);
-            h->route.target = q;
-            core_route_reply(&h->route, rec(chosen), round, r, steps);
-            return code;
-        }
-    }
-    if (EH_ESCORT && !guarded(h) && h->world.dragon_id == h->world.team + 4u && escape == n) {
-        // the escort: the team's second starting worker keeps within EH_ESCORT steps of our queen's head (seen or
-        // reported last round, at most EH_ESCORT_RANGE steps away), its view and reports ahead of hers
-        if (walk_toward(h, our_queen_cell(h, EH_ESCORT_AGE), EH_ESCORT, EH_ESCORT_RANGE, safe, CORE_OPT_ESCORT,
-                        round, r, steps))
-            return code;
-    }
     if (escape < n && safe[core_rec_arg(rec(escape))]) {
         chosen = escape;
         core_route_commit(&h->route, CORE_OPT_ESCAPE, rec(chosen), round);
@@ -626,11 +652,11 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         core_route_commit(&h->route, CORE_OPT_HARVEST, rec(chosen), round);
     } else {  // wander: straight on while safe, a fresh turn every EH_WANDER_TURN rounds
         uint32_t heading = loong_heading(obs), bias = (uint32_t)(h->seed >> 7) + round / EH_WANDER_TURN;
-        if (h->world.is_queen && EH_QUEEN_SPAWN && chosen == n) {  // the queen waits by the nearest spawn tile
+        if (h->world.is_queen && EH_QUEEN_SPAWN) {  // the queen waits by the nearest spawn tile
             uint32_t best = CORE_DIST_NONE, cells = (uint32_t)h->world.width * h->world.height;
             for (uint32_t c = 0; c < cells; c++) {
-                const core_cell *t = &h->world.cells[c];
-                if (t->source[CORE_G_SPAWN] == CORE_SRC_NONE || t->period == 0 || scratch.dist[c] == CORE_DIST_NONE
+                const core_cell *u = &h->world.cells[c];
+                if (u->source[CORE_G_SPAWN] == CORE_SRC_NONE || u->period == 0 || scratch.dist[c] == CORE_DIST_NONE
                     || scratch.dist[c] < 2 || scratch.first[c] > 3)
                     continue;
                 if (scratch.dist[c] < best) best = scratch.dist[c], chosen = safe[scratch.first[c]] ? scratch.first[c] : n;
@@ -652,7 +678,39 @@ static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_repl
         core_route_commit(&h->route, CORE_OPT_WANDER, rec(chosen), round);
         h->route.target = CORE_NO_CELL;
     }
-    core_route_reply(&h->route, rec(chosen), round, r, steps);
+    core_route_reply(&h->route, rec(chosen), round, t->r, t->steps);
+    return 1;
+}
+
+// The turn's decision: the belief, the candidates, the safe and calm sets, then the first rule that replies.
+static uint32_t decide(expert_h *h, const uint8_t *obs, uint32_t len, loong_reply *r, uint8_t *steps) {
+    uint32_t code = core_world_update(&h->world, obs, len);  // the filters unread: not stepped (their points)
+    h->last_code = code, h->turns++;
+    r->kind = LOONG_MOVE, r->arg = 0;  // the complete action before anything else: MOVE N
+    if (code != CORE_OK) return code;
+    h->head = loong_body_y(obs, 0) * h->world.width + loong_body_x(obs, 0);
+    EH_MARK(EH_PART_BELIEF);
+#if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && !EH_RELAY
+    if (!h->route.sonar_ready)
+        core_route_key(&h->route, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, h->world.team,
+                       h->world.width, h->world.height);
+#endif
+    if (h->relay_on) core_relay_receive(&h->relay, &h->world, obs, len);
+    EH_MARK(EH_PART_RECEIVE);
+    eh_turn t = {.obs = obs, .round = loong_round(obs), .r = r, .steps = steps};
+    core_budget_init(&budget, CORE_SURVIVAL_UNITS);
+    t.n = core_candidates(&h->world, obs, len, CORE_REQ_PRIMITIVE | CORE_REQ_HARVEST | CORE_REQ_ESCAPE,
+                          &scratch, &budget, records, EH_RECORDS);
+    EH_MARK(EH_PART_CANDIDATES);
+    if (t.n > EH_RECORDS) t.n = EH_RECORDS;
+    if (t.n < 4) return code;  // no candidates (cannot happen after an accepted observation): MOVE N
+    safe_and_calm(h, &t);
+    if (rule_strike(h, &t)) return code;
+    h->length = loong_length(obs);
+    if (rule_survive(h, &t) || rule_retreat(h, &t) || rule_flee(h, &t) || rule_feed_death(h, &t) ||
+        rule_split(h, &t) || rule_hunt(h, &t) || rule_escort(h, &t))
+        return code;
+    rule_route(h, &t);
     return code;
 }
 
