@@ -9,8 +9,8 @@ build calls the host's ``bench.mark(part)`` at each part's end; the host reads t
 turn add up to the whole turn's points (the marks' calls cost a few points each, inside the parts). Every wasm
 reply is checked against the native one (the same decisions; a mismatch stops the benchmark). Parts:
 
-  belief      the remembered map's update from the observation (and the filters' step where a switch reads them:
-              EH_UNSEEN=1 or EH_SIGHT=1; by default they are not stepped)
+  belief      the remembered map's update from the observation (the filters are not stepped: the switches that
+              read them, EH_UNSEEN and EH_SIGHT, were measured off and deleted, docs/decisions/expert-h.md)
   receive     the sonar frames heard: decoded, checked, merged into the map and the teammates' plans
   candidates  core_candidates: every primitive action with survival and room, harvest, escape
   score       the hand-set score, the route controller and the reply
@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=200, help="max rounds a game (default 200)")
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
-                    help="a bot.c switch (-D) for both builds, e.g. EH_UNSEEN=1 to step the filters; repeatable")
+                    help="a bot.c parameter (-D; bot/core/expert_h_params.h) for both builds, e.g. EH_ECHO=0; "
+                         "repeatable")
     a = ap.parse_args(argv)
     try:
         defines = expert_h_defines(a.define)

@@ -8,12 +8,18 @@ The same C function ``expert_h_turn`` decides in both builds: the wasm build thr
 native one through ctypes, so native matches decide exactly as the judged bot does (tested byte for byte). The sonar
 key is the 128-bit secret of ``bot.team_keys.load_secret`` given to the compiler as two -D words, never written to a
 file in git; ``arena bot build`` without them builds a bot that sends no sonar.
+
+Every tunable constant and switch of bot.c is a row of one table, ``bot/core/expert_h_params.h`` (default, range,
+meaning; docs/decisions/expert-h.md): ``expert_h_params()`` reads it, and ``expert_h_defines`` (applied to every
+``defines=`` of the builds here) refuses a name not in it or a value outside its range.
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.abi import REPLY, REPLY_SIZE, parse_reply
@@ -40,13 +46,48 @@ def secret_flags(secret: int | None = None) -> tuple[str, ...]:
     return (f"-DEXPERT_H_SECRET_HI={hi:#018x}ull", f"-DEXPERT_H_SECRET_LO={lo:#018x}ull")
 
 
+PARAMS_HEADER = CORE_DIR / "expert_h_params.h"
+_ROW = re.compile(r'^\s*EH_PARAM\((EH_\w+),\s*(\w+),\s*(-?\d+),\s*(-?\d+),\s*"([^"]*)"\)')
+
+
+@dataclass(frozen=True)
+class ExpertHParam:
+    """One row of bot/core/expert_h_params.h: a tunable constant or switch of bot.c."""
+
+    name: str
+    default: int
+    min: int
+    max: int
+    meaning: str
+
+
+def expert_h_params(header: Path = PARAMS_HEADER) -> dict[str, ExpertHParam]:
+    """The parameter table (``EH_PARAM(NAME, default, min, max, "meaning")`` rows of the header), by name, in the
+    table's order. A default that names an earlier parameter (EH_CHAMPION_FEED: EH_QUEEN_FEED) is that one's."""
+    out: dict[str, ExpertHParam] = {}
+    for line in header.read_text().splitlines():
+        m = _ROW.match(line)
+        if not m:
+            continue
+        name, default, lo, hi, meaning = m.groups()
+        value = out[default].default if default in out else int(default)
+        out[name] = ExpertHParam(name, value, int(lo), int(hi), meaning)
+    return out
+
+
 def expert_h_defines(values: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Tuning switches of bot.c as given on a command line (``EH_NAME=INTEGER`` each); ValueError naming the first
-    malformed one."""
+    """Tuning switches of bot.c as given on a command line (``EH_NAME=INTEGER`` each, a parameter of
+    bot/core/expert_h_params.h within its range); ValueError, one line naming the first one refused."""
+    params = expert_h_params()
     for d in values:
         name, _, value = d.partition("=")
         if not name.isidentifier() or not name.startswith("EH_") or not value.lstrip("-").isdigit():
             raise ValueError(f"{d!r}: expected EH_NAME=INTEGER")
+        p = params.get(name)
+        if p is None:
+            raise ValueError(f"{d!r}: {name} is not a parameter of bot/core/expert_h_params.h")
+        if not p.min <= int(value) <= p.max:
+            raise ValueError(f"{d!r}: {name}={int(value)} lies outside its range {p.min}..{p.max}")
     return tuple(values)
 
 
@@ -55,7 +96,7 @@ def compile_expert_h(out: Path, secret: int | None = None, defines: tuple[str, .
     from bot.toolchain import compile_c
 
     return compile_c(list(EXPERT_H_SOURCES), Path(out),
-                     extra_flags=(*secret_flags(secret), *(f"-D{d}" for d in defines)))
+                     extra_flags=(*secret_flags(secret), *(f"-D{d}" for d in expert_h_defines(defines))))
 
 
 def build_expert_h(root: Path, *, name: str = NAME, secret: int | None = None):
@@ -71,8 +112,9 @@ def build_expert_h(root: Path, *, name: str = NAME, secret: int | None = None):
 def expert_h_library(secret: int | None = None, cache: Path | None = None,
                      defines: tuple[str, ...] = ()) -> ctypes.CDLL:
     """The native build of the same sources (bot.c with -DLOONG_NO_MAIN: no ABI exports), argtypes declared.
-    ``defines``: extra ``NAME=VALUE`` switches of bot.c for tuning builds (passed as -D)."""
-    flags = ("-DLOONG_NO_MAIN", *secret_flags(secret), *(f"-D{d}" for d in defines))
+    ``defines``: extra ``NAME=VALUE`` parameters of bot.c for tuning builds (checked by ``expert_h_defines``, passed
+    as -D)."""
+    flags = ("-DLOONG_NO_MAIN", *secret_flags(secret), *(f"-D{d}" for d in expert_h_defines(defines)))
     lib = load_native(list(EXPERT_H_SOURCES), "expert-h", extra_flags=flags, cache=cache)
     vp, u32 = ctypes.c_void_p, ctypes.c_uint32
     lib.expert_h_size.argtypes, lib.expert_h_size.restype = [], u32
@@ -124,6 +166,6 @@ def expert_h_factory(secret: int | None = None, cache: Path | None = None,
     return ExpertHFactory(secret, cache, defines)
 
 
-__all__ = ["EXPERT_H_SOURCES", "ExpertH", "ExpertHFactory", "REPLY", "build_expert_h", "compile_expert_h",
-           "expert_h_defines",
+__all__ = ["EXPERT_H_SOURCES", "ExpertH", "ExpertHFactory", "ExpertHParam", "PARAMS_HEADER", "REPLY",
+           "build_expert_h", "compile_expert_h", "expert_h_defines", "expert_h_params",
            "expert_h_factory", "expert_h_library", "secret_flags"]

@@ -1,13 +1,11 @@
 """expert-h's sixth pass (bot/core/bot.c; docs/expert-core-route.md, "Sixth pass"): the escort, on by default
-(EH_ESCORT = 3: the second starting worker walks back toward our queen), and two of the switches measured and left
-off, each built on here: the champion that strikes the enemy queen in view (EH_CHAMPION_STRIKE, always or only with
-our queen known lately) and the second starting worker as a second champion (EH_CHAMPIONS = 2). Hand-made
-positions on the reference engine; the action is applied by the engine."""
+(EH_ESCORT = 3: the second starting worker walks back toward our queen); the champion does not strike the enemy
+queen in view (the switches measured and left off, the champion strike and a second champion, are deleted:
+docs/decisions/expert-h.md). Hand-made positions on the reference engine; the action is applied by the engine."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from bot.expert_h import ExpertH, expert_h_library
 from bot.team_keys import DEV_SECRET
@@ -40,24 +38,15 @@ def _worker_turn(lib, worker_id: int, queen, others):
     return g, action
 
 
-@pytest.mark.parametrize("defines, strikes", [((), False), (("EH_CHAMPION_STRIKE=1",), True),
-                                              (("EH_CHAMPION_STRIKE=8",), False)])
-def test_the_champion_strikes_the_enemy_queen_only_when_switched_on(native_cache, defines, strikes):
-    # with 8: only when our queen was seen or reported in the last 8 rounds, and here she never was
-    g, action = _worker_turn(_lib(native_cache, *defines), 2, FAR_QUEEN, [(1, 1, ENEMY_QUEEN, 3)])
-    assert (action == Move(1)) is strikes
-    assert g.dragons[1].alive is not strikes and g.dragons[2].alive is not strikes
+def test_the_champion_does_not_strike_the_enemy_queen(native_cache):
+    g, action = _worker_turn(_lib(native_cache), 2, FAR_QUEEN, [(1, 1, ENEMY_QUEEN, 3)])
+    assert action != Move(1)
+    assert g.dragons[1].alive and g.dragons[2].alive
 
 
-def test_with_our_queen_in_view_the_champion_strike_8_strikes(native_cache):
-    queen = [(12, 12), (12, 13), (12, 14), (12, 15)]  # she steps N to (12, 11), in the champion's view
-    g, action = _worker_turn(_lib(native_cache, "EH_CHAMPION_STRIKE=8"), 2, queen, [(1, 1, ENEMY_QUEEN, 3)])
+def test_the_second_worker_strikes_the_enemy_queen(native_cache):
+    g, action = _worker_turn(_lib(native_cache), 4, FAR_QUEEN, [(1, 1, ENEMY_QUEEN, 3)])
     assert action == Move(1) and not g.dragons[1].alive
-
-
-def test_two_champions_make_the_second_worker_keep_out_of_sight(native_cache):
-    g, action = _worker_turn(_lib(native_cache, "EH_CHAMPIONS=2"), 4, FAR_QUEEN, [(1, 1, ENEMY_QUEEN, 3)])
-    assert action != Move(1) and g.dragons[1].alive and g.dragons[4].alive
 
 
 def test_the_escort_walks_back_toward_our_queen(native_cache):
