@@ -55,7 +55,6 @@ uint32_t expert_h_size(void) { return (uint32_t)sizeof(expert_h); }
 void expert_h_init(expert_h *h, uint64_t seed) {
     core_world_reset(&h->world);
     core_route_reset(&h->route);
-    core_filters_reset(&h->filters);  // never stepped (their unseen risk: measured off, docs/decisions/expert-h.md)
 #if defined(EXPERT_H_SECRET_HI) && defined(EXPERT_H_SECRET_LO) && EH_RELAY
     core_relay_reset(&h->relay, (uint64_t)EXPERT_H_SECRET_HI, (uint64_t)EXPERT_H_SECRET_LO, SONAR_CHECK_BITS);
     h->relay_on = 1;
@@ -63,8 +62,7 @@ void expert_h_init(expert_h *h, uint64_t seed) {
     core_relay_reset(&h->relay, 0, 0, SONAR_CHECK_BITS);
     h->relay_on = 0;
 #endif
-    h->seed = seed, h->turns = 0, h->last_code = 0, h->head = 0, h->length = 0, h->echo_round = 0;
-    for (uint32_t d = 0; d < 4; d++) h->echo_flag[d] = 0;
+    h->seed = seed, h->turns = 0, h->last_code = 0, h->head = 0, h->length = 0;
 }
 
 

@@ -12,13 +12,10 @@
 typedef struct {
     core_world world;
     core_route route;
-    core_filters filters;  // every other dragon's head histogram (filters.h); core_filters_step updates world
     core_relay relay;      // teammates' sonar into world, and the frames sent (relay.h)
     uint64_t seed;
     uint32_t turns, last_code, relay_on;
     uint32_t head, length;  // this turn's head cell and length
-    uint32_t team_living;   // this turn's living dragons of the team (the observation's count)
-    uint32_t echo_round, echo_flag[4];  // the last round the echo flagged a line, and which (EH_ECHO_MEMORY)
 } expert_h;
 
 uint32_t expert_h_size(void);
