@@ -6,7 +6,6 @@ materialisation with the same config resumes from the checkpoint there; change `
 fresh run.
 """
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -111,9 +110,9 @@ def celldiv_teacher(
 ) -> dg.MaterializeResult:
     """AlphaZero teacher (policy + value), kickstarted by imitation of the trained switching player, then
     improved by self-play with a batched Gumbel root search; the games run on the execution resource."""
-    cfg = dataclasses.replace(teacher_op.PROFILES[profile.checked()], seed=config.seed,
-                              **_overrides(config, ("iterations", "games_per_iteration", "simulations",
-                                                    "kickstart_games")))
+    cfg = teacher_op.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
+                                             **_overrides(config, ("iterations", "games_per_iteration", "simulations",
+                                                                   "kickstart_games")))
     store = artifact_store.store()
     kickstart = _require(store.latest(GROUP, "celldiv_switching_weights"), "weights.json",
                          "celldiv_switching_weights") if cfg.kickstart_games else None
@@ -161,8 +160,8 @@ def celldiv_teacher_data(
     store = artifact_store.store()
     teacher = _require(store.latest(GROUP, "celldiv_teacher"), teacher_op.TEACHER, "celldiv_teacher")
     over = {"data_games": config.games, "data_simulations": config.simulations}
-    cfg = dataclasses.replace(teacher_op.PROFILES[profile.checked()], seed=config.seed,
-                              **{k: v for k, v in over.items() if v is not None})
+    cfg = teacher_op.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
+                                             **{k: v for k, v in over.items() if v is not None})
     _, doc = teacher_op.load_teacher(teacher)
     key = config_key(cfg) + "-" + hashlib.blake2b(doc["version"].encode(), digest_size=4).hexdigest()
     out = store.dir(GROUP, "celldiv_teacher_data", key)
@@ -197,8 +196,8 @@ def celldiv_student(
     store = artifact_store.store()
     data_dir = store.latest(GROUP, "celldiv_teacher_data")
     data = _require(data_dir, "teacher_data.parquet", "celldiv_teacher_data")
-    cfg = dataclasses.replace(celldiv_distill.PROFILES[profile.checked()], seed=config.seed,
-                              **_overrides(config, ("epochs",)))
+    cfg = celldiv_distill.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
+                                                  **_overrides(config, ("epochs",)))
     key = config_key(cfg) + "-" + data_dir.name
     out = store.dir(GROUP, "celldiv_student", key)
     with mlflow.run(context, GROUP, profile.name, tags={"contender_class": "student-" + cfg.shape}) as tracker:

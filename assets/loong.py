@@ -12,6 +12,7 @@ from assets.loong_league import loong_league  # noqa: F401 - moved there; still 
 from assets.metadata import png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.execution import WorkFailed
+from ops.profiles import Profiles
 
 GROUP = "loong"
 REPO = Path(__file__).resolve().parents[1]
@@ -242,8 +243,8 @@ def loong_kickstart_net(
     overrides = {k: v for k, v in {"shape": config.shape or None, "epochs": config.epochs,
                                    "quantised_epochs": config.quantised_epochs, "batch_size": config.batch_size,
                                    "learning_rate": config.learning_rate}.items() if v is not None}
-    cfg = validated("loong_kickstart_net", lambda: kick.with_overrides(
-        kick.KickstartConfig(**KICKSTART[profile.checked()]), seed=config.seed, **overrides))
+    profiles = Profiles("kickstart", kick.KickstartConfig, KICKSTART, kick.KickstartError)
+    cfg = validated("loong_kickstart_net", lambda: profiles.resolve(profile.checked(), seed=config.seed, **overrides))
     validated("loong_kickstart_net", kick.check_config, cfg)
     store = artifact_store.store()
     data = store.latest(GROUP, "loong_replay_dataset")

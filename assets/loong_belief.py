@@ -29,11 +29,10 @@ class BeliefReportConfig(dg.Config):
 
 
 def _config(config: BeliefReportConfig, profile: str) -> belief_op.BeliefConfig:
-    base = belief_op.PROFILES[profile]
     given = {"sizes": tuple(config.sizes) or None, "games_per_map": config.games_per_map, "rounds": config.rounds,
              "sonar_frames": config.sonar_frames}
-    return belief_op.BeliefConfig(**{**base, **{k: v for k, v in given.items() if v is not None}},
-                                  bots=tuple(config.bots), seed=config.seed)
+    return belief_op.CONFIG_PROFILES.resolve(profile, **{k: v for k, v in given.items() if v is not None},
+                                             bots=tuple(config.bots), seed=config.seed)
 
 
 @dg.asset(

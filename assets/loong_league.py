@@ -16,6 +16,7 @@ from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowRes
 from ops import loong_league as league_op
 from ops import loong_pfsp as pfsp_op
 from ops.plots import league_png
+from ops.profiles import Profiles
 
 GROUP = "loong"
 
@@ -260,9 +261,9 @@ def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, m
     if twice:
         raise dg.Failure(f"loong_mimics: bots: listed twice: {', '.join(twice)}", allow_retries=False)
     games = config.games if config.games is not None else MIMIC_GAMES[profile.checked()]
-    base = kick.KickstartConfig(**MIMIC_KICKSTART[profile.checked()])
+    profiles = Profiles("kickstart", kick.KickstartConfig, MIMIC_KICKSTART, kick.KickstartError)
     overrides = {"seed": config.seed, **({"epochs": config.epochs} if config.epochs is not None else {})}
-    kickstart = validated("loong_mimics", lambda: kick.with_overrides(base, **overrides))
+    kickstart = validated("loong_mimics", lambda: profiles.resolve(profile.checked(), **overrides))
     cfgs = [mimic_op.MimicConfig(bot, kickstart, games=games, builds=str(root)) for bot in bots]
     for c in cfgs:  # every bot and build checked before any training
         validated("loong_mimics", mimic_op.check_config, c)

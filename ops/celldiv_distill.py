@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import lightning as L
@@ -23,7 +23,7 @@ import torch
 from gpu.celldiv_lightning import PositionDataModule, StudentModule, evaluate_policy
 from gpu.celldiv_nets import STUDENT_PARAMS, SmallPolicyNet, count_params
 from gpu.training import make_trainer
-from ops.celldiv_teacher import load_teacher_data, with_overrides
+from ops.celldiv_teacher import load_teacher_data
 from ops.checkpoints import (
     AtomicLastCheckpoint,
     CheckpointError,
@@ -32,6 +32,7 @@ from ops.checkpoints import (
     read_torch_file,
     save_checkpoint,
 )
+from ops.profiles import ProfileError, Profiles
 from ops.tracking import NullTracker, Tracker
 
 Progress = Callable[[str], None]
@@ -56,11 +57,13 @@ class DistillConfig:
     progress_bar: bool = False  # Lightning progress bars (CLI runs)
 
 
-PROFILES: dict[str, DistillConfig] = {
-    "test": DistillConfig(epochs=3, batch_size=64, holdout_fraction=0.2),
-    "small": DistillConfig(epochs=10),
-    "full": DistillConfig(),
+TABLE: dict[str, dict] = {  # profile -> DistillConfig fields off its defaults
+    "test": dict(epochs=3, batch_size=64, holdout_fraction=0.2),
+    "small": dict(epochs=10),
+    "full": dict(),
 }
+CONFIG_PROFILES = Profiles("distill", DistillConfig, TABLE)
+PROFILES: dict[str, DistillConfig] = CONFIG_PROFILES.configs()  # every profile's config, by name
 
 
 @dataclass
@@ -188,7 +191,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path(".arena/celldiv/student"))
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE", help="override config fields")
     a = ap.parse_args(argv)
-    config = with_overrides(replace(PROFILES[a.profile], progress_bar=True), a.set)
+    try:
+        config = CONFIG_PROFILES.parse(a.profile, a.set, progress_bar=True)
+    except ProfileError as e:  # a bad --set: one line, exit 2
+        ap.exit(2, f"{ap.prog}: error: {e}\n")
     r = run(config, data_path=a.data, out_dir=a.out, progress=print)
     print(f"student {r.version} ({r.params} params) from teacher {r.teacher_version}: held-out cross-entropy "
           f"{r.heldout_ce_before:.4f} -> {r.heldout_ce_after:.4f} (target entropy {r.target_entropy:.4f}), "

@@ -48,6 +48,7 @@ from games.celldiv.features import features
 from games.celldiv.match import game_seed, parse_sizes, play_match
 from games.celldiv.players import LinearPlayer, SwitchingPlayer, hard_player, save_weights
 from gpu.linear import INITS, MODELS, make_net, scores_np
+from ops.profiles import Profiles
 from ops.tracking import NullTracker, Tracker
 
 CHECKPOINT_FORMAT = 1
@@ -160,11 +161,13 @@ PROFILES: dict[str, dict] = {
 }
 
 
+CONFIG_PROFILES = Profiles("ppo", PPOConfig, PROFILES)
+
+
 def config_for(profile: str, **overrides) -> PPOConfig:
-    """A profile's config with ``overrides`` on top (e.g. ``model='switching'``)."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
-    return PPOConfig(**{**PROFILES[profile], **overrides})
+    """A profile's config with ``overrides`` on top (e.g. ``model='switching'``); a bad profile, field or value is
+    a ValueError (``ops.profiles.ProfileError``) naming it."""
+    return CONFIG_PROFILES.resolve(profile, **overrides)
 
 
 class CheckpointError(RuntimeError):

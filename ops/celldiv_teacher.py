@@ -29,7 +29,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import lightning as L
@@ -57,6 +57,7 @@ from gpu.celldiv_nets import CellDivNet, OnnxEvaluator, TorchEvaluator, count_pa
 from gpu.training import make_trainer
 from ops.checkpoints import CheckpointError, load_checkpoint, model_version, save_checkpoint
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
+from ops.profiles import ProfileError, Profiles
 from ops.tracking import NullTracker, Tracker
 from search import run_gumbel, run_puct
 
@@ -120,9 +121,9 @@ class TeacherConfig:
     progress_bar: bool = False  # Lightning progress bars (CLI runs)
 
 
-PROFILES: dict[str, TeacherConfig] = {
+TABLE: dict[str, dict] = {  # profile -> TeacherConfig fields off its defaults
     # seconds: the end-to-end test
-    "test": TeacherConfig(
+    "test": dict(
         shape="b1c16", iterations=2, games_per_iteration=8, parallel_games=8, batch_games=4, simulations=8,
         considered=4, full_search_fraction=0.75, fast_simulations=2, kickstart_games=8, kickstart_epochs=1,
         sample_reuse=2.0, batch_size=64, eval_every=0, eval_games=4, data_games=8, data_simulations=8,
@@ -131,15 +132,17 @@ PROFILES: dict[str, TeacherConfig] = {
     # this 2-core CPU, in the main job beside Loong (figures: docs/benchmarks.md, "Elite, the strongest
     # tier"). b4c32, not b6c64: b6c64 runs ~3,400 evaluations/s against ~15,000 for b4c32 (onnxruntime,
     # 1 thread, quiet machine).
-    "small": TeacherConfig(
+    "small": dict(
         shape="b4c32", iterations=4, games_per_iteration=256, parallel_games=32, batch_games=32, simulations=16,
         considered=8, kickstart_games=2000, kickstart_epochs=2, sample_reuse=2.0, learning_rate=2e-3,
         eval_every=2, eval_games=100, eval_opponent="switching", data_games=768, data_simulations=32,
     ),
     # the seed's scale, for a GPU box (not run here: this project's machine has no GPU)
-    "full": TeacherConfig(backend="torch", accelerator="auto", kickstart_games=20_000, kickstart_epochs=2,
-                          eval_opponent="switching"),
+    "full": dict(backend="torch", accelerator="auto", kickstart_games=20_000, kickstart_epochs=2,
+                 eval_opponent="switching"),
 }
+CONFIG_PROFILES = Profiles("teacher", TeacherConfig, TABLE)
+PROFILES: dict[str, TeacherConfig] = CONFIG_PROFILES.configs()  # every profile's config, by name
 
 
 class TeacherDataError(ValueError):
@@ -898,9 +901,7 @@ def run_command(a: argparse.Namespace, say: Progress = print) -> None:
     """Train (and, unless ``--skip-data``, write the teacher data) as the parsed options ask."""
     from ops.cli_common import executor_from
 
-    if a.profile not in PROFILES:
-        raise ValueError(f"--profile: unknown {a.profile!r} (known: {', '.join(sorted(PROFILES))})")
-    config = with_overrides(replace(PROFILES[a.profile], progress_bar=False), a.set)
+    config = CONFIG_PROFILES.parse(a.profile, a.set, progress_bar=False)  # a bad profile or field: ProfileError
     executor = executor_from(a)
     t0 = time.perf_counter()
     res = run(config, out_dir=a.out, progress=say, kickstart=a.kickstart, executor=executor)
@@ -920,20 +921,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_teacher_arguments(ap)
-    run_command(ap.parse_args(argv))
-
-
-def with_overrides(config, pairs: Sequence[str]):
-    """``FIELD=VALUE`` strings applied to a frozen config, each value parsed as its field's type."""
-    types = {f.name: type(getattr(config, f.name)) for f in fields(config)}
-    changes = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        if key not in types:
-            raise SystemExit(f"unknown config field {key!r}; fields: {', '.join(types)}")
-        t = types[key]
-        changes[key] = (value.lower() in ("1", "true", "yes")) if t is bool else t(value)
-    return replace(config, **changes)
+    try:
+        run_command(ap.parse_args(argv))
+    except ProfileError as e:  # a bad profile or --set, refused before any work: one line, exit 2
+        ap.exit(2, f"{ap.prog}: error: {e}\n")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from games.loong.engine import Game
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.observation import encode, observe
+from ops.profiles import Profiles
 
 SYMMETRIES = ("lr", "tb", "rot")
 SIZE_RANGE = (20, 64)  # the size bands the report covers (every side in it)
@@ -97,6 +98,7 @@ PROFILES = {  # profile -> BeliefConfig fields
     "small": dict(sizes=(20, 32, 48, 64), games_per_map=2, rounds=60, sonar_frames=1_000_000),
     "full": dict(sizes=(20, 28, 36, 48, 56, 64), games_per_map=4, rounds=200, sonar_frames=10_000_000),
 }
+CONFIG_PROFILES = Profiles("belief", BeliefConfig, PROFILES)
 
 
 def check_config(cfg: BeliefConfig) -> None:

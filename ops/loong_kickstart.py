@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import lightning as L
@@ -31,6 +31,7 @@ from ops.checkpoints import (
     save_checkpoint,
 )
 from ops.loong_dataset import DatasetError, load_dataset
+from ops.profiles import override
 from ops.tracking import NullTracker, Tracker
 
 Progress = Callable[[str], None]
@@ -130,11 +131,7 @@ def _initial_network(cfg: KickstartConfig) -> LoongExpertNet:
 
 def with_overrides(cfg: KickstartConfig, **overrides) -> KickstartConfig:
     """``cfg`` with the given fields replaced; an unknown field is a KickstartError naming it."""
-    known = {f.name for f in fields(cfg)}
-    for k in overrides:
-        if k not in known:
-            raise KickstartError(f"{k}: not a kickstart config field (known: {', '.join(sorted(known))})")
-    return KickstartConfig(**{**asdict(cfg), **overrides})
+    return override(cfg, "kickstart", KickstartError, **overrides)
 
 
 class _Epochs(L.Callback):

@@ -27,7 +27,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import lightning as L
@@ -52,6 +52,7 @@ from ops.loong_kickstart import (
     reliability_png,
 )
 from ops.loong_teacher_targets import SCHEMA  # the targets: one schema, written there
+from ops.profiles import Profiles
 from ops.tracking import NullTracker, Tracker
 
 Progress = Callable[[str], None]
@@ -121,15 +122,12 @@ class StudentResult:
                 "init": self.init_heldout["scalars"], "student": self.heldout["scalars"], "positions": self.positions}
 
 
+CONFIG_PROFILES = Profiles("student", StudentConfig, PROFILES, StudentError)
+
+
 def profile_config(profile: str, **overrides) -> StudentConfig:
     """The profile's config with ``overrides``; an unknown profile or field is a StudentError naming it."""
-    if profile not in PROFILES:
-        raise StudentError(f"profile: {profile!r} is not one of {', '.join(PROFILES)}")
-    known = {f.name for f in fields(StudentConfig)}
-    for k in overrides:
-        if k not in known:
-            raise StudentError(f"{k}: not a student config field (known: {', '.join(sorted(known))})")
-    return StudentConfig(**{**PROFILES[profile], **overrides})
+    return CONFIG_PROFILES.resolve(profile, **overrides)
 
 
 def check_config(cfg: StudentConfig) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from bot.core_teacher import DEFAULT_LEAF, DEFAULT_MODEL, DEFAULT_UNITS, ROLLOUT_ROUNDS, WEIGHTS
 from games.gate import Gate
 from games.stats import wilson_interval
+from ops.profiles import Profiles
 
 CHECK_PASS_LOWER = 0.5  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
 CHECK_GATE = Gate("teacher_beats_network", "the native teacher's score rate against the plain network it is to "
@@ -81,13 +82,13 @@ TEACHER_PROFILES = {
 }
 
 
+CONFIG_PROFILES = Profiles("teacher", TeacherConfig, TEACHER_PROFILES, TeacherConfigError)
+
+
 def teacher_config(profile: str, **overrides) -> TeacherConfig:
-    if profile not in TEACHER_PROFILES:
-        raise TeacherConfigError(f"teacher profile: {profile!r} is not one of {', '.join(TEACHER_PROFILES)}")
-    try:
-        cfg = TeacherConfig(**{**TEACHER_PROFILES[profile], **overrides})
-    except TypeError as e:
-        raise TeacherConfigError(f"teacher config: {e}") from None
+    """The profile's config with ``overrides``, checked; a bad profile, field or value is a TeacherConfigError
+    naming it."""
+    cfg = CONFIG_PROFILES.resolve(profile, **overrides)
     check_teacher_config(cfg)
     return cfg
 
@@ -143,5 +144,6 @@ def teacher_check(cfg: TeacherConfig, network_path, out_dir, *, executor=None, p
     return m
 
 
-__all__ = ["CHECK_GATE", "CHECK_PASS_LOWER", "TEACHER_PROFILES", "TeacherConfig", "TeacherConfigError", "TeacherMatch",
+__all__ = ["CHECK_GATE", "CHECK_PASS_LOWER", "CONFIG_PROFILES", "TEACHER_PROFILES",
+           "TeacherConfig", "TeacherConfigError", "TeacherMatch",
            "check_teacher_config", "targets_config", "teacher_check", "teacher_config"]

@@ -42,6 +42,7 @@ from games.loong.mapgen import SYMMETRIES, generate_map
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
 from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
 from ops.loong_dataset import action_code, read_shards
+from ops.profiles import Profiles
 
 SCHEMA_NAME = b"loong_teacher_targets"
 SCHEMA_VERSION = b"4"  # 4: the native teacher (teacher_choice -1: no record holds its action)
@@ -103,17 +104,13 @@ PROFILES = {
     # decision, some 20 GB at this size (docs/loong-teacher-targets.md); the report then links nothing
     "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, replays=False),
 }
+CONFIG_PROFILES = Profiles("targets", TargetsConfig, PROFILES, TargetsError)
 SHARD_GAMES = 64  # games a Parquet shard holds at most (a shard is written when its games are in)
 
 
 def profile_config(profile: str, **overrides) -> TargetsConfig:
     """The named profile's config with ``overrides`` (fields of ``TargetsConfig``), checked."""
-    if profile not in PROFILES:
-        raise TargetsError(f"profile: {profile!r} is not one of {', '.join(PROFILES)}")
-    try:
-        cfg = TargetsConfig(**{**PROFILES[profile], **overrides})
-    except TypeError as e:
-        raise TargetsError(f"profile {profile}: {e}") from None
+    cfg = CONFIG_PROFILES.resolve(profile, **overrides)
     check_config(cfg)
     return cfg
 
@@ -884,7 +881,8 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["PROFILES", "SCHEMA", "SCHEMA_NAME", "SCHEMA_VERSION", "TARGET_FIELDS", "GameSpec", "TargetsConfig",
+__all__ = ["CONFIG_PROFILES", "PROFILES",
+           "SCHEMA", "SCHEMA_NAME", "SCHEMA_VERSION", "TARGET_FIELDS", "GameSpec", "TargetsConfig",
            "TargetsError", "TargetsResult", "action_legal", "action_logits", "check_config", "game_spec",
            "hidden_enemies", "information_test", "load_targets", "main", "play_game", "profile_config",
            "record_actions", "record_logits", "record_rows", "replay_stem_of", "review_decisions", "run",

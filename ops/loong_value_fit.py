@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from games.loong.replay import Replay, ReplayError, load_replay
+from ops.profiles import Profiles
 
 FORMAT, VERSION = "loong-value-fit", 1
 ECE_BINS = 10
@@ -74,10 +75,12 @@ PROFILES = {
 }
 
 
+CONFIG_PROFILES = Profiles("value fit", ValueFitConfig, PROFILES, ValueFitError)
+
+
 def profile_config(profile: str, **overrides) -> ValueFitConfig:
-    if profile not in PROFILES:
-        raise ValueFitError(f"profile: {profile!r} is not one of {', '.join(PROFILES)}")
-    return ValueFitConfig(**{**PROFILES[profile], **overrides})
+    """The profile's config with ``overrides``; an unknown profile or field is a ValueFitError naming it."""
+    return CONFIG_PROFILES.resolve(profile, **overrides)
 
 
 def check_config(cfg: ValueFitConfig) -> None:
@@ -883,7 +886,8 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["ECE_BINS", "MAX_ECE", "PROFILES", "GameSamples", "ValueFit", "ValueFitConfig", "ValueFitError",
+__all__ = ["CONFIG_PROFILES", "ECE_BINS", "MAX_ECE", "PROFILES",
+           "GameSamples", "ValueFit", "ValueFitConfig", "ValueFitError",
            "ValueFitResult", "calibration", "check_config", "ece_equal_count", "extract", "find_replays",
            "fit_horizon", "load_value_fit", "log_loss", "paired_test", "profile_config", "record_games",
            "reliability_png", "run", "save_value_fit", "shares_from_counts", "split_games",

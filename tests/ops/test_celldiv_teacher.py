@@ -281,7 +281,9 @@ def test_kickstart_positions_carry_the_switching_players_moves():
 def test_the_teacher_command_refuses_bad_options_in_one_line(capsys, tmp_path):
     from ops.cli import main
 
-    for argv, why in ((["--profile", "bogus"], "--profile: unknown 'bogus'"),
+    for argv, why in ((["--profile", "bogus"], "profile: 'bogus' is not one of test, small, full"),
+                      (["--set", "colour=red"], "colour: not a teacher config field"),
+                      (["--set", "iterations=many"], "iterations: 'many' is not an int"),
                       (["--kickstart", str(tmp_path / "none.json")], "weight file not found"),
                       (["--workers", "0"], "--workers: must be at least 1")):
         assert main(["celldiv", "teacher", "--out", str(tmp_path / "t"), *argv]) == 2

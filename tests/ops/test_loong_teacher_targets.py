@@ -297,8 +297,10 @@ def test_bad_configs_are_one_line_naming_the_field():
             profile_config("test", **kw)
     with pytest.raises(TargetsError, match="profile: 'huge'"):
         profile_config("huge")
-    with pytest.raises(TargetsError, match="profile test"):
+    with pytest.raises(TargetsError, match=r"^colour: not a targets config field \(known: .*games"):
         profile_config("test", colour="red")
+    with pytest.raises(TargetsError, match=r"^games: 'two' is not an int$"):
+        profile_config("test", games="two")
     check_config(profile_config("small"))
     check_config(profile_config("full"))
 
