@@ -44,11 +44,12 @@ from bot.core_candidates import (
     KIND_MOVE,
     KIND_SPLIT,
     KIND_SPRINT,
+    RECORD,
     parse_records,
     sprint_directions,
 )
 from bot.core_inputs import NO_TAP
-from ops.loong_teacher_targets import TargetsError, load_targets, record_rows
+from ops.loong_teacher_targets import TargetsError, load_targets
 
 CAUSES = ("none", "candidate", "information", "ranking", "untested")
 NONE, CANDIDATE, INFORMATION, RANKING, UNTESTED = range(len(CAUSES))
@@ -132,6 +133,35 @@ def _floats(table: pa.Table, name: str) -> np.ndarray:
     return _column(table, name).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
+def _binary(table: pa.Table, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A binary column as (every row's bytes end to end, uint8; offsets [rows + 1]) without a Python object a row."""
+    col = _column(table, name).combine_chunks()
+    if col.null_count:
+        raise ReportError(f"targets table: column {name!r} holds {col.null_count} nulls")
+    wide = np.int64 if pa.types.is_large_binary(col.type) else np.int32
+    bufs = col.buffers()
+    offsets = np.frombuffer(bufs[1], wide)[col.offset:col.offset + len(col) + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offsets
+
+
+def action_keys(records: np.ndarray) -> np.ndarray:
+    """``[k, 4]`` uint64: one key per 48-byte record (``records`` uint8 [k, 48]), equal exactly when two records
+    are the same action as ``record_rows`` groups them: kind and arg, and a sprint's first ``arg`` directions."""
+    kind = records[:, 0].astype(np.uint64)
+    arg = records[:, 2].astype(np.uint64) | records[:, 3].astype(np.uint64) << np.uint64(8)
+    dirs = np.ascontiguousarray(records[:, 20:36]).view("<u8")  # [k, 2]: steps 0-31, 32-63
+    bits = np.where(kind == KIND_SPRINT, np.minimum(2 * arg, 128), 0).astype(np.int64)
+    lo, hi = np.minimum(bits, 64), np.clip(bits - 64, 0, 64)
+
+    def mask(b: np.ndarray) -> np.ndarray:
+        full = b >= 64
+        return np.where(full, np.uint64(0xFFFFFFFFFFFFFFFF),
+                        (np.uint64(1) << np.where(full, 0, b).astype(np.uint64)) - np.uint64(1))
+
+    return np.stack([kind, arg, dirs[:, 0] & mask(lo), dirs[:, 1] & mask(hi)], axis=1)
+
+
 def analyse(table: pa.Table) -> Facts:
     """Every row's facts (``Facts``); a row whose choice is no record raises ReportError naming it."""
     n = table.num_rows
@@ -139,8 +169,8 @@ def analyse(table: pa.Table) -> Facts:
     teacher = _column(table, "teacher_choice").to_numpy(zero_copy_only=False).astype(np.int64)
     lost = _floats(table, "value_lost")
     margins = {k: _floats(table, k) for k in ("margin_full", "margin_sight", "margin_team")}
-    cands = _column(table, "candidates").to_pylist()
-    taps = _column(table, "taps").to_pylist()
+    cands, cand_at = _binary(table, "candidates")
+    taps, tap_at = _binary(table, "taps")
     searched = np.isfinite(lost)
     departure = np.zeros(n, bool)
     student_gens, teacher_gens = np.zeros(n, np.int64), np.zeros(n, np.int64)
@@ -148,26 +178,32 @@ def analyse(table: pa.Table) -> Facts:
     teacher_scored = np.zeros(n, bool)
     student_text, teacher_text = [""] * n, [""] * n
     for i in range(n):
-        recs = parse_records(cands[i])
-        if not len(recs):
+        size = int(cand_at[i + 1] - cand_at[i])
+        if size % RECORD:
+            raise ReportError(f"targets row {i}: candidate records: {size} bytes, not a multiple of {RECORD}")
+        k = size // RECORD
+        if not k:
             continue
-        _, group = record_rows(recs)
-        bits = np.left_shift(1, recs["generator"].astype(np.int64))
+        raw = cands[cand_at[i]:cand_at[i + 1]].reshape(k, RECORD)
+        keys = action_keys(raw)
+        bits = np.left_shift(1, raw[:, 1].astype(np.int64))
+        same = {}
         for who, gens, text, at in (("chosen", student_gens, student_text, chosen[i]),
                                     ("teacher_choice", teacher_gens, teacher_text, teacher[i])):
             if at < 0:
                 continue
-            if at >= len(recs):
-                raise ReportError(f"targets row {i}: {who} {at} is past its {len(recs)} candidate records")
-            gens[i] = np.bitwise_or.reduce(bits[group == group[at]])
-            text[i] = record_text(recs[at])
+            if at >= k:
+                raise ReportError(f"targets row {i}: {who} {at} is past its {k} candidate records")
+            same[who] = (keys == keys[at]).all(axis=1)
+            gens[i] = np.bitwise_or.reduce(bits[same[who]])
+            text[i] = record_text(parse_records(raw[at].tobytes())[0])
         if teacher[i] >= 0:
-            teacher_kind[i] = int(recs[teacher[i]]["kind"])
-            tapped = np.frombuffer(taps[i], np.uint8)
-            if len(tapped) != len(recs):
-                raise ReportError(f"targets row {i}: taps holds {len(tapped)} bytes for {len(recs)} records")
-            teacher_scored[i] = bool((tapped[group == group[teacher[i]]] != NO_TAP).any())
-        departure[i] = searched[i] and chosen[i] >= 0 and (teacher[i] < 0 or group[chosen[i]] != group[teacher[i]])
+            teacher_kind[i] = int(raw[teacher[i], 0])
+            tapped = taps[tap_at[i]:tap_at[i + 1]]
+            if len(tapped) != k:
+                raise ReportError(f"targets row {i}: taps holds {len(tapped)} bytes for {k} records")
+            teacher_scored[i] = bool((tapped[same["teacher_choice"]] != NO_TAP).any())
+        departure[i] = searched[i] and chosen[i] >= 0 and (teacher[i] < 0 or not same["chosen"][teacher[i]])
         if teacher[i] < 0:
             teacher_text[i] = "(no candidate)"
     cause = np.full(n, NONE, np.int8)
