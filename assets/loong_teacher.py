@@ -146,7 +146,7 @@ def published_teacher(store) -> tuple[dict, object]:
 
 class TargetsAssetConfig(dg.Config):
     games: int | None = Field(default=None, description="the student's games (even); None: the profile's (test 2, "
-                                                        "small 8)")
+                                                        "small 34)")
     max_rounds: int | None = Field(default=None, description="round limit of each game; None: the profile's")
     info_units: int | None = Field(default=None, description="budget of each of a departure's three information "
                                                              "searches (0: none, the value-lost report's "

@@ -153,10 +153,11 @@ class SearchMatch:
 
     def line(self, bar: float) -> str:
         lo, hi = self.wilson
+        search = (f"; {self.simulations_a_turn:.1f} simulations a searched turn, the search changed "
+                  f"{self.changed_share:.1%} of the network's picks" if self.search_units else "; no search")
         return (f"{self.side} vs {self.opponent}: {self.wins}-{self.draws}-{self.losses} over {len(self.games)} "
                 f"games ({self.size.rounds} rounds), score {self.score:.3f}, Wilson 95% [{lo:.3f}, {hi:.3f}], bar "
-                f"lower > {bar}: {'pass' if self.passed(bar) else 'FAIL'}; {self.simulations_a_turn:.1f} "
-                f"simulations a searched turn, the search changed {self.changed_share:.1%} of the network's picks")
+                f"lower > {bar}: {'pass' if self.passed(bar) else 'FAIL'}{search}")
 
 
 class _Watched:

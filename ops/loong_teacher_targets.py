@@ -99,7 +99,9 @@ class TargetsConfig:
 PROFILES = {
     "test": dict(games=2, sizes=(12,), max_rounds=12, opponents=("foil",), units=1_500, rollout_rounds=4,
                  info_units=400),
-    "small": dict(games=8, sizes=(20,), max_rounds=60, pages=True),
+    # issue 37's volume: at least 50,000 searched decisions a cycle; 34 games of the rules' 500 rounds on three sizes
+    # give about 51,000 (the first 32 of docs/loong-cycle.md's run: 48,037), about 18 minutes on 2 cores here
+    "small": dict(games=34, sizes=(20, 28, 36), max_rounds=500, pages=True),
     # no replays for 384 games of 500 rounds: a review holds every candidate of every decision, about 44 KB a
     # decision, some 20 GB at this size (docs/loong-teacher-targets.md); the report then links nothing
     "full": dict(games=384, sizes=(20, 28, 36, 44, 52, 60), max_rounds=500, replays=False),
