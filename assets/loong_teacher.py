@@ -7,6 +7,7 @@ import json
 import dagster as dg
 from pydantic import Field
 
+from assets.loong_search import SearchCheckAssetConfig
 from assets.metadata import inputs_key, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import CYCLE_GATE
@@ -317,13 +318,6 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
 GATE = "loong_cycle_gate"
 
 
-class CycleGateAssetConfig(dg.Config):
-    games: int | None = Field(default=None, description="games (even); None: the profile's "
-                                                        "(ops.loong_search_check.CYCLE_SIZES: small 96)")
-    rounds: int | None = Field(default=None, description="round limit of the games; None: the profile's (500)")
-    seed: int = Field(default=0, description="maps and match seeds derive from it")
-
-
 def student_parent(store) -> tuple[object, dict, object]:
     """The latest published student's folder, its ``source.json`` (cycle, init, targets) and its parent's int8
     network file (the network its targets were searched for); dg.Failure naming what is missing."""
@@ -362,7 +356,7 @@ def gate_passed(store, student_folder: str) -> bool:
     check_specs=[dg.AssetCheckSpec("student_beats_parent", asset=GATE, blocking=True,
                                    description=CYCLE_GATE.describe())],
 )
-def loong_cycle_gate(context: dg.AssetExecutionContext, config: CycleGateAssetConfig, mlflow: MlflowResource,
+def loong_cycle_gate(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
                      artifact_store: ArtifactStoreResource, profile: ProfileResource,
                      execution: ExecutionResource) -> dg.MaterializeResult:
     """The cycle's gate (issue 37 item 4): the student, exported to int8 and checked against torch, plays its parent
