@@ -100,24 +100,29 @@ def run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow,
     return m, version, meta, verdict
 
 
-def gated(context, meta: dict, verdict, passed: bool, *, published: str, next_command: str) -> dg.MaterializeResult:
-    """The check's result: its verdict block in the log, the gate's words in the check's metadata."""
+def gated(context, meta: dict, verdict, passed: bool, *, published: str, next_command: str):
+    """The check's result, to ``yield from`` in an asset declared ``output_required=False``: its verdict block in the
+    log; on a pass the materialisation with the check; on a failure the check alone, carrying the materialisation's
+    figures, so the asset keeps its last materialisation and a failed gate is never shown as a fresh success."""
     context.log.info(verdict.block(published=published, next_command=next_command))
-    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
-        check_name=verdict.gate.name, passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={**verdict.metadata(published=published, next_command=next_command),
-                  "pass_lower": verdict.gate.bar})])
+    words = {**verdict.metadata(published=published, next_command=next_command), "pass_lower": verdict.gate.bar}
+    if passed:
+        yield dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
+            check_name=verdict.gate.name, passed=True, severity=dg.AssetCheckSeverity.ERROR, metadata=words)])
+    else:
+        yield dg.AssetCheckResult(check_name=verdict.gate.name, passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                  metadata={**meta, **words})
 
 
 @dg.asset(
     # reads the published loong_network_int8 (the build loong_wasm_build compiled it into)
-    group_name=GROUP, deps=["loong_wasm_build"], kinds={"wasm", "mlflow"},
+    group_name=GROUP, deps=["loong_wasm_build"], kinds={"wasm", "mlflow"}, output_required=False,
     check_specs=[dg.AssetCheckSpec("search_beats_plain", asset=SEARCH_CHECK, blocking=True,
                                    description=SEARCH_GATE.describe())],
 )
 def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
                        artifact_store: ArtifactStoreResource, profile: ProfileResource,
-                       execution: ExecutionResource) -> dg.MaterializeResult:
+                       execution: ExecutionResource):
     """The search check: the searching bot against the plain bot on every size band and symmetry; published only on a
     pass, so a search that loses to its own network is never released."""
     from ops.loong_search_check import SEARCH_CHECK_SIZES
@@ -132,7 +137,7 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
     if passed:
         store.publish(GROUP, SEARCH_CHECK, version)
     meta["published"] = dg.MetadataValue.bool(passed)
-    return gated(context, meta, verdict, passed, published=f"{SEARCH_CHECK} {version}: the release check may run"
+    yield from gated(context, meta, verdict, passed, published=f"{SEARCH_CHECK} {version}: the release check may run"
                   if passed else "nothing: the search does not beat its own network, so nothing is released",
                   next_command="the release check (loong_release)" if passed else
                   "the search's budget or network (docs/loong-search-check.md) or, when inconclusive, more games")
@@ -160,13 +165,13 @@ def next_release(root) -> str:
 
 
 @dg.asset(
-    group_name=GROUP, deps=[loong_search_check], kinds={"wasm", "mlflow"},
+    group_name=GROUP, deps=[loong_search_check], kinds={"wasm", "mlflow"}, output_required=False,
     check_specs=[dg.AssetCheckSpec("release_beats_foil", asset=RELEASE, blocking=True,
                                    description=RELEASE_GATE.describe())],
 )
 def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
                   artifact_store: ArtifactStoreResource, profile: ProfileResource,
-                  execution: ExecutionResource) -> dg.MaterializeResult:
+                  execution: ExecutionResource):
     """The release check against the foil, on the network the search check passed with; on a pass the searching wasm
     build is registered as the next expert-N, which joins the league's frozen pool."""
     from bot.expert0 import build_expert0
@@ -200,7 +205,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
         champion = crown(network.name, mlflow)
         meta["champion"] = dg.MetadataValue.text(champion)
     meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
-    return gated(context, meta, verdict, passed, published=f"{released} (a registered build, in the league's pool)"
+    yield from gated(context, meta, verdict, passed, published=f"{released} (a registered build, in the league's pool)"
                   if passed else "nothing: no expert-N is registered",
                   next_command="the league (make ui: loong_league_job) to rate it" if passed else
                   "a stronger network (make cycle) or, when inconclusive, more games")

@@ -7,7 +7,7 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.loong_search import SearchCheckAssetConfig
+from assets.loong_search import SearchCheckAssetConfig, gated
 from assets.metadata import inputs_key, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import CYCLE_GATE
@@ -43,13 +43,13 @@ def _teacher_config(config: TeacherAssetConfig, profile: str):
 @dg.asset(
     # reads the published loong_network_int8 from the store, no edge in the graph: the student this cycle ends with
     # is exported by loong_network_int8, which would close a loop
-    group_name=GROUP, kinds={"pytorch", "mlflow"},
+    group_name=GROUP, kinds={"pytorch", "mlflow"}, output_required=False,
     check_specs=[dg.AssetCheckSpec("teacher_beats_network", asset=TEACHER, blocking=True,
                                    description=CHECK_GATE.describe())],
 )
 def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig, mlflow: MlflowResource,
                   artifact_store: ArtifactStoreResource, profile: ProfileResource,
-                  execution: ExecutionResource) -> dg.MaterializeResult:
+                  execution: ExecutionResource):
     """The native teacher's settings (units, opponent model, rollout rounds) and its check match against the plain
     network, each game a work item on the execution resource;
     published only when the check passes, so the targets are only ever searched by a teacher that beat it."""
@@ -96,7 +96,6 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
         f"nothing: {TEACHER} keeps its last published version and the cycle stops here",
         next_command="the cycle goes on (loong_teacher_targets)" if passed else
         "a stronger teacher (units, model: docs/loong-native-teacher.md) or, when inconclusive, more check_games")
-    context.log.info(verdict.block(**words))
     meta.update({
         "path": dg.MetadataValue.path(str(path)),
         "check_decisions": dg.MetadataValue.path(str(out / "check_decisions")),
@@ -109,9 +108,7 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
         "published": dg.MetadataValue.bool(passed),
         "decisions_per_s": dg.MetadataValue.float(m.decisions / max(m.seconds, 1e-9)),
     })
-    return dg.MaterializeResult(metadata=meta, check_results=[dg.AssetCheckResult(
-        check_name="teacher_beats_network", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={**verdict.metadata(**words), "pass_lower": CHECK_PASS_LOWER})])
+    yield from gated(context, meta, verdict, passed, **words)
 
 
 # -- the teacher's targets on the student's own games, and the student distilled from them ----------------------------
@@ -352,18 +349,18 @@ def gate_passed(store, student_folder: str) -> bool:
 
 
 @dg.asset(
-    group_name=GROUP, deps=[STUDENT], kinds={"c", "mlflow"},
+    group_name=GROUP, deps=[STUDENT], kinds={"c", "mlflow"}, output_required=False,
     check_specs=[dg.AssetCheckSpec("student_beats_parent", asset=GATE, blocking=True,
                                    description=CYCLE_GATE.describe())],
 )
 def loong_cycle_gate(context: dg.AssetExecutionContext, config: SearchCheckAssetConfig, mlflow: MlflowResource,
                      artifact_store: ArtifactStoreResource, profile: ProfileResource,
-                     execution: ExecutionResource) -> dg.MaterializeResult:
+                     execution: ExecutionResource):
     """The cycle's gate (issue 37 item 4): the student, exported to int8 and checked against torch, plays its parent
     (the network the targets were searched for), both plain, on every size band and symmetry at the rules' 500
     rounds; published only on a pass, and loong_network_int8 exports a student only after its gate passed, so a
     cycle that makes the network weaker leaves the published network as it was."""
-    from assets.loong_search import check_size, gated, run_check
+    from assets.loong_search import check_size, run_check
     from ops import loong_network as net_op
     from ops.loong_search_check import CYCLE_SIZES
     from ops.loong_student import NETWORK
@@ -392,7 +389,7 @@ def loong_cycle_gate(context: dg.AssetExecutionContext, config: SearchCheckAsset
         store.publish(GROUP, GATE, version)
     meta.update({"cycle": dg.MetadataValue.int(cycle), "student": dg.MetadataValue.text(student.name),
                  "parent": dg.MetadataValue.path(str(parent)), "published": dg.MetadataValue.bool(passed)})
-    return gated(context, meta, verdict, passed,
+    yield from gated(context, meta, verdict, passed,
                  published=f"{GATE} {version}: loong_network_int8 exports {student.name} as expert-{cycle}" if passed
                  else f"nothing: {student.name} is not exported; the published network stays its parent",
                  next_command="loong_network_int8 (the cycle goes on)" if passed else

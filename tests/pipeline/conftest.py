@@ -20,6 +20,25 @@ def _failure_line(result) -> str:
     return failures[0].user_failure_data.description
 
 
+def _gate_figures(result, asset: str) -> dict:
+    """A gate asset's figures: its materialisation's metadata after a pass; after a failure, its check's (a failed
+    gate materialises nothing: the asset keeps its last materialisation). Asserts exactly one of the two."""
+    mats = result.asset_materializations_for_node(asset)
+    checks = [c for c in result.get_asset_check_evaluations() if c.asset_key.to_user_string() == asset]
+    assert len(checks) == 1, checks
+    if checks[0].passed:
+        assert len(mats) == 1
+        return mats[0].metadata
+    assert mats == [], "a failed gate is never shown as a fresh materialisation"
+    return checks[0].metadata
+
+
+@pytest.fixture
+def gate_figures():
+    """``gate_figures(result, asset) -> metadata``: the materialisation's after a pass, the check's after a fail."""
+    return _gate_figures
+
+
 @pytest.fixture
 def materialise():
     """``materialise(asset, resources, tmp_path, config) -> ExecuteInProcessResult`` (errors not raised)."""

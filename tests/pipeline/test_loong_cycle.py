@@ -17,6 +17,7 @@ from assets.resources import ExecutionResource
 from bot.int8_expert import digest
 from bot.int8_expert import load as load_network
 from ops.loong_teacher import teacher_config
+from tests.pipeline.conftest import _gate_figures
 
 
 def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_runs, one_torch_thread):
@@ -36,7 +37,7 @@ def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_
         cycle = dg.materialize([loong_teacher_targets, loong_value_lost_report, loong_student, loong_cycle_gate],
                                resources=resources, instance=instance, raise_on_error=False)
         (gate,) = [c for c in cycle.get_asset_check_evaluations() if c.check_name == "student_beats_parent"]
-        gate_meta = cycle.asset_materializations_for_node("loong_cycle_gate")[0].metadata
+        gate_meta = _gate_figures(cycle, "loong_cycle_gate")
         record = json.loads(Path(gate_meta["path"].value).read_text())
         assert record["opponent"] == "parent" and record["wins"] + record["draws"] + record["losses"] == 4
         assert gate.passed == record["passed"] == (record["wilson95"][0] > 0.5) == cycle.success

@@ -13,10 +13,10 @@ from tests.pipeline.test_loong_teacher import publish_network
 
 
 def test_the_search_check_plays_the_plain_network_in_one_tracked_run(resources, tmp_path, tracked_runs,
-                                                                     materialise):
+                                                                     materialise, gate_figures):
     publish_network(resources)
     result = materialise(loong_search_check, resources, tmp_path, {})
-    meta = result.asset_materializations_for_node("loong_search_check")[0].metadata
+    meta = gate_figures(result, "loong_search_check")
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == "search_beats_plain"
     record = json.loads(Path(meta["path"].value).read_text())
@@ -44,7 +44,7 @@ def test_the_release_refuses_a_network_without_a_passed_search_check(resources, 
                                            "test-net")
 
 
-def test_the_release_plays_the_foil_and_registers_expert_n_on_a_pass(resources, tmp_path, materialise):
+def test_the_release_plays_the_foil_and_registers_expert_n_on_a_pass(resources, tmp_path, materialise, gate_figures):
     from bot.builds import list_builds
 
     publish_network(resources)
@@ -53,7 +53,7 @@ def test_the_release_plays_the_foil_and_registers_expert_n_on_a_pass(resources, 
     (passed / "check.json").write_text(json.dumps({"network": "test-net", "passed": True}))
     store.publish("loong", "loong_search_check", "v-test")
     result = materialise(loong_release, resources, tmp_path, {})
-    meta = result.asset_materializations_for_node("loong_release")[0].metadata
+    meta = gate_figures(result, "loong_release")
     (check,) = result.get_asset_check_evaluations()
     record = json.loads(Path(meta["path"].value).read_text())
     assert record["opponent"] == "foil" and check.passed == record["passed"] == result.success
