@@ -112,3 +112,20 @@ def test_expert_h_defines_refuses_unknown_names_and_values_out_of_range(bad, nam
     assert named in str(e.value) and "\n" not in str(e.value)
     assert expert_h_defines(["EH_ECHO=0", "EH_WANDER_TURN=4", "EH_TEAM_CAP=32"]) == (
         "EH_ECHO=0", "EH_WANDER_TURN=4", "EH_TEAM_CAP=32")
+
+
+def test_the_decision_records_rule_list_is_decides_order():
+    """docs/decisions/expert-h.md lists the rules in the order bot.c's decide applies them (tested, so the prose
+    cannot drift from the code again)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    code = (root / "bot" / "core" / "bot.c").read_text()
+    decide = code[code.index("rule_strike(h, &t)) return code"):]
+    in_code = re.findall(r"(rule_[a-z_]+)\(h, &t\)", decide[: decide.index("rule_route(h, &t);") + 20])
+    doc = (root / "docs" / "decisions" / "expert-h.md").read_text()
+    listed = doc[doc.index("## The policy's rules"):]
+    listed = listed[: listed.index("writes the reply, else `rule_route`") + 40]
+    in_doc = re.findall(r"`(rule_[a-z_]+)`", listed)
+    assert in_code == in_doc and in_code[0] == "rule_strike" and in_code[-1] == "rule_route", (in_code, in_doc)
