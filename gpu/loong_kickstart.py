@@ -71,6 +71,42 @@ class KickstartData:
         return len(self.chosen)
 
 
+ROW_FIELDS = ("crop", "overview", "scalars", "counts", "chosen", "generator", "outcome", "game", "has_teacher",
+              "teacher_value", "weight", "train_only")  # one entry a decision
+CANDIDATE_FIELDS = ("features", "taps", "same", "target", "group", "teacher_same")  # one entry a candidate
+
+
+def concat_data(parts: Sequence[KickstartData]) -> KickstartData:
+    """Decoded parts (of consecutive row ranges) as one: the same arrays as decoding the rows at once, the offsets
+    rebased, the bots' indices onto the union of their names, the dropped counts summed. A part's field that is
+    None must be None in every part (ValueError naming it). The parts' arrays are let go field by field as they are
+    joined (memory: the parts and one joined field at a time), so the parts are empty afterwards."""
+    if not parts:
+        raise ValueError("concat_data: no parts")
+    bots = sorted({b for p in parts for b in p.bots})
+    out: dict = {"bots": bots, "dropped": {}}
+    base = np.cumsum([0] + [len(p.taps) for p in parts[:-1]])
+    out["offsets"] = np.concatenate([p.offsets + b for p, b in zip(parts, base)])
+    index = {b: i for i, b in enumerate(bots)}
+    out["bot"] = np.concatenate([np.array([index[b] for b in p.bots], np.int64)[p.bot] if len(p.bot) else
+                                 np.zeros(0, np.int64) for p in parts])
+    for p in parts:
+        for k, v in p.dropped.items():
+            out["dropped"][k] = out["dropped"].get(k, 0) + v
+    for name in (*ROW_FIELDS, *CANDIDATE_FIELDS):
+        arrays = [getattr(p, name) for p in parts]
+        if all(a is None for a in arrays):
+            out[name] = None
+        elif any(a is None for a in arrays):
+            raise ValueError(f"concat_data: {name} is missing from some parts")
+        else:
+            out[name] = np.concatenate(arrays)
+            del arrays
+            for p in parts:
+                setattr(p, name, None)
+    return KickstartData(**out)
+
+
 @dataclass(frozen=True)
 class Ragged:
     """A binary column without Python objects: every row's bytes end to end (``values``) and where each row

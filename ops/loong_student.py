@@ -36,7 +36,7 @@ import pyarrow as pa
 import torch
 
 from gpu.loong_expert_net import count_params
-from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule
+from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule, concat_data
 from ops.checkpoints import AtomicLastCheckpoint, model_version, save_checkpoint
 from ops.loong_dataset import read_shards
 from ops.loong_kickstart import COLUMNS as KICKSTART_COLUMNS
@@ -150,7 +150,10 @@ def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.T
     return read_shards(path, SCHEMA, StudentError, columns, "targets ")
 
 
-def read_targets(path: str | Path, positions: pa.Table | None = None) -> KickstartData:
+READ_ROWS = 8_192  # decisions decoded at a time (48,037 at once peaked at 12.5 GB for a 3.1 GB result)
+
+
+def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows: int = READ_ROWS) -> KickstartData:
     """The targets decoded for training (``gpu.loong_kickstart.decode`` with soft targets); a bad file or row is
     a StudentError naming the file (and the column). ``positions``: labelled rows (``ops.loong_position_labels
     .SCHEMA``) appended, their ``target_policy`` the policy target, their ``weight`` the loss weight (the targets'
@@ -167,10 +170,17 @@ def read_targets(path: str | Path, positions: pa.Table | None = None) -> Kicksta
         table = table.append_column(pa.field("weight", pa.float32()), pa.array(np.ones(table.num_rows, np.float32)))
         table = pa.concat_tables([table.replace_schema_metadata(None), rows.cast(table.schema.remove_metadata())])
     columns = (*COLUMNS, "weight") if "weight" in table.schema.names else COLUMNS
-    try:  # the table passed straight on: decode_table frees it column by column
-        data = decode_table(table, columns, RAGGED)
-    except ValueError as e:
-        raise StudentError(f"{path}: {e}") from None
+    parts, rows = [], table.num_rows
+    for start in range(0, max(rows, 1), batch_rows):  # the decoder's temporaries are several times its result
+        try:
+            parts.append(decode_table(table.slice(start, batch_rows), columns, RAGGED))
+        except ValueError as e:
+            at = f"rows {start}..{min(start + batch_rows, rows) - 1}: " if rows > batch_rows else ""
+            raise StudentError(f"{path}: {at}{e}") from None
+    del table
+    pa.default_memory_pool().release_unused()  # the table's buffers back before the parts are joined
+    data = concat_data(parts) if len(parts) > 1 else parts[0]
+    del parts
     if "weight" in columns:
         data.train_only = data.game < 0
     return data

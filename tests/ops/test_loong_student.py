@@ -168,6 +168,27 @@ def test_soft_targets_decode_renormalised_on_the_tapped_candidates(world):
         decode(cols)
 
 
+def test_reading_in_batches_gives_the_rows_read_at_once(world):
+    """read_targets decodes READ_ROWS decisions at a time (memory) and joins them: every array, offset, bot index
+    and dropped count is what decoding the whole table at once gives; with reviewed positions too."""
+    import dataclasses
+
+    from gpu.loong_kickstart import concat_data
+
+    whole = read_targets(world["targets"], batch_rows=10**9)
+    for rows in (7, 64):
+        parts = read_targets(world["targets"], batch_rows=rows)
+        assert len(whole) > 2 * rows or rows == 64
+        for f in dataclasses.fields(whole):
+            a, b = getattr(whole, f.name), getattr(parts, f.name)
+            if isinstance(a, np.ndarray):
+                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+            else:
+                assert a == b, f.name
+    with pytest.raises(ValueError, match="^concat_data: no parts$"):
+        concat_data([])
+
+
 def test_the_value_target_mixes_the_outcome_and_the_teachers_value(world):
     data = read_targets(world["targets"])
     batch = DecisionDataset(data, np.arange(40)).__getitems__(list(range(40)))
