@@ -16,8 +16,9 @@ from ops.loong_teacher_targets import SCHEMA
 NAN = float("nan")
 
 
-def _row(chosen: int, teacher: int, lost: float, sight: float) -> dict:
-    """Records: MOVE N E S W (primitive), harvest MOVE E (the same action as MOVE E)."""
+def _row(chosen: int, teacher: int, lost: float, sight: float, untapped: tuple[int, ...] = ()) -> dict:
+    """Records: MOVE N E S W (primitive), harvest MOVE E (the same action as MOVE E); ``untapped``: records the
+    network never scored (no trunk tap)."""
     r = np.zeros(5, RECORD_DTYPE)
     r["kind"], r["arg"] = KIND_MOVE, [0, 1, 2, 3, 1]
     r["generator"] = [GEN_PRIMITIVE] * 4 + [GEN_HARVEST]
@@ -25,7 +26,8 @@ def _row(chosen: int, teacher: int, lost: float, sight: float) -> dict:
     return {"game": 0, "dragon": 1, "team": 1, "round": 5 + chosen, "bot": "expert-0-native", "width": 20,
             "height": 20, "symmetry": "tb", "action": f"M{chosen}", "after_head": 0, "after_heading": 0,
             "crop": bytes(16184), "overview": bytes(3600), "scalars": bytes(32), "candidates": r.tobytes(),
-            "features": bytes(240), "taps": bytes(5), "candidate_count": 5, "chosen": chosen,
+            "features": bytes(240), "taps": bytes(255 if k in untapped else 0 for k in range(5)),
+            "candidate_count": 5, "chosen": chosen,
             "generator_match": False, "outcome": 1, "prior": z, "teacher_q": z, "teacher_visits": bytes(10),
             "teacher_policy": z, "teacher_choice": teacher, "teacher_value": 0.0, "value_lost": lost,
             "margin_full": 0.5, "margin_sight": sight, "margin_team": sight}
@@ -44,7 +46,8 @@ def publish_targets(resources, rows, schema=SCHEMA) -> Path:
     return out
 
 
-ROWS = [_row(0, 0, 0.0, NAN), _row(1, 3, 0.5, 0.25), _row(0, 1, 0.25, 0.125), _row(2, 1, 0.125, NAN)]
+# row 1: the teacher's move W was never scored (a candidate gap)
+ROWS = [_row(0, 0, 0.0, NAN), _row(1, 3, 0.5, 0.25, (3,)), _row(0, 1, 0.25, 0.125), _row(2, 1, 0.125, NAN)]
 
 
 def test_the_report_is_written_tracked_and_published(resources, tmp_path, tracked_runs, materialise):
