@@ -49,6 +49,7 @@ from bot.core_candidates import (
     sprint_directions,
 )
 from bot.core_inputs import NO_TAP
+from gpu.loong_kickstart import Ragged
 from ops.loong_teacher_targets import TargetsError, load_targets
 
 CAUSES = ("none", "candidate", "information", "ranking", "untested")
@@ -133,18 +134,6 @@ def _floats(table: pa.Table, name: str) -> np.ndarray:
     return _column(table, name).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def _binary(table: pa.Table, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A binary column as (every row's bytes end to end, uint8; offsets [rows + 1]) without a Python object a row."""
-    col = _column(table, name).combine_chunks()
-    if col.null_count:
-        raise ReportError(f"targets table: column {name!r} holds {col.null_count} nulls")
-    wide = np.int64 if pa.types.is_large_binary(col.type) else np.int32
-    bufs = col.buffers()
-    offsets = np.frombuffer(bufs[1], wide)[col.offset:col.offset + len(col) + 1].astype(np.int64)
-    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return data, offsets
-
-
 def action_keys(records: np.ndarray) -> np.ndarray:
     """``[k, 4]`` uint64: one key per 48-byte record (``records`` uint8 [k, 48]), equal exactly when two records
     are the same action as ``record_rows`` groups them: kind and arg, and a sprint's first ``arg`` directions."""
@@ -169,8 +158,11 @@ def analyse(table: pa.Table) -> Facts:
     teacher = _column(table, "teacher_choice").to_numpy(zero_copy_only=False).astype(np.int64)
     lost = _floats(table, "value_lost")
     margins = {k: _floats(table, k) for k in ("margin_full", "margin_sight", "margin_team")}
-    cands, cand_at = _binary(table, "candidates")
-    taps, tap_at = _binary(table, "taps")
+    try:  # every row's bytes end to end, no Python object a row
+        cands, taps = Ragged.of(_column(table, "candidates")), Ragged.of(_column(table, "taps"))
+    except ValueError as e:
+        raise ReportError(f"targets table: {e}") from None
+    cands, cand_at, taps, tap_at = cands.values, cands.offsets, taps.values, taps.offsets
     searched = np.isfinite(lost)
     departure = np.zeros(n, bool)
     student_gens, teacher_gens = np.zeros(n, np.int64), np.zeros(n, np.int64)
