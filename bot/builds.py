@@ -238,6 +238,80 @@ def list_builds(root: Path) -> list[Build]:
     return sorted(out, key=lambda b: (b.meta.get("created", ""), b.id))
 
 
+FULL_ID = re.compile(rf"^[0-9a-f]{{{ID_DIGITS}}}$")
+
+
+def load_id(root: Path, bid: str) -> Build:
+    """The build whose id is exactly ``bid`` (24 hex digits), re-hashed; never a name or a prefix, so a name that
+    spells an id cannot stand in for it. BuildError when the store does not hold it or it was altered."""
+    if not FULL_ID.match(bid):
+        raise BuildError(f"build id {bid!r} is not {ID_DIGITS} lowercase hex digits")
+    folder = Path(root) / bid
+    if not (folder / "build.json").is_file():
+        raise BuildError(f"build {bid} is not in the store {root}")
+    try:
+        meta = json.loads((folder / "build.json").read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise BuildError(f"build {bid}: unreadable build.json ({e})") from None
+    if not isinstance(meta, dict) or meta.get("id") != bid:
+        raise BuildError(f"build {bid}: build.json names another id")
+    b = Build(bid, folder, meta)
+    try:
+        data = b.wasm_path.read_bytes()
+    except OSError as e:
+        raise BuildError(f"build {bid}: cannot read module.wasm ({e.strerror or e})") from None
+    _check(b, data)
+    return b
+
+
+def denotes(root: Path, player: str, bid: str) -> bool | None:
+    """Whether the player name ``player`` ('build:<name | id prefix | name@id prefix>', as leagues and matches name
+    builds) stands for build ``bid`` in the store at ``root``: True, False, or None when the store cannot tell
+    (not a 'build:' name, or a name it does not know). A name matches where the store's name points at ``bid`` now
+    or where ``bid`` was first registered under it (a name may have moved to a newer build since)."""
+    if not player.startswith("build:"):
+        return None
+    ref = player.removeprefix("build:")
+    if "@" in ref:
+        name, prefix = ref.split("@", 1)
+        if not _ID.match(prefix) or not bid.startswith(prefix):
+            return False
+        return denotes(root, f"build:{name}", bid)
+    if _ID.match(ref) and bid.startswith(ref):
+        return True
+    pointer = Path(root) / "names" / ref
+    now = pointer.read_text().strip() if _NAME.match(ref) and pointer.is_file() else None
+    try:
+        first = json.loads((Path(root) / bid / "build.json").read_text()).get("name")
+    except (OSError, json.JSONDecodeError):
+        first = None
+    if now == bid or first == ref:
+        return True
+    return False if now is not None or _ID.match(ref) else None
+
+
+class ReplayBuilds:
+    """The build store as ``games.loong.replay.verify_replay`` reads it: a judge bot factory by exact build id
+    (``factory``; BuildError when it is missing or altered) and whether a player name stands for a build
+    (``denotes``)."""
+
+    def __init__(self, root: Path, judge=None) -> None:
+        self.root, self.judge = Path(root), judge
+
+    def factory(self, bid: str, name: str):
+        from bot.judge import default_judge
+
+        b = load_id(self.root, bid)
+        judge = self.judge or default_judge()
+        return judge.factory(b.wasm(), name=name, compiled=b.compiled_path(judge))
+
+    def denotes(self, player: str, bid: str) -> bool | None:
+        return denotes(self.root, player, bid)
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+
 def factory(root: Path, ref: str, judge=None, name: str | None = None):
     """A judge bot factory (``play_game``-ready) for a verified build; its compiled code is loaded from (or
     written to) the build's folder, so each build is compiled once per judge configuration."""

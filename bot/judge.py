@@ -559,6 +559,13 @@ class WasmBotFactory:
         self.points: dict[tuple[int, int], int] = {}
         self.teams: dict[int, int] = {}  # dragon id -> team, of the dragons this factory made
 
+    @property
+    def build_id(self) -> str:
+        """The module's content id (``bot.builds.build_id`` of its bytes), which a replay records beside the name."""
+        from bot.builds import ID_DIGITS
+
+        return self.loaded.sha256[:ID_DIGITS]
+
     def reset(self) -> None:
         self.points, self.teams = {}, {}
 

@@ -3,8 +3,8 @@
     arena loong match --team0 foil --team1 build:foil-c --map gen:48x48:lr:seed=3 --seed 7 --games 20
                       [--max-rounds 500] [--replay-dir DIR] [--builds DIR] [--json]
     arena loong map --gen gen:32x32:rot:seed=5 --out map.json [--json]
-    arena loong verify REPLAY [REPLAY ...] [--json]
-    arena loong view REPLAY [--out page.html] [--review REVIEW.jsonl]
+    arena loong verify REPLAY [REPLAY ...] [--builds DIR] [--partial] [--json]
+    arena loong view REPLAY [--out page.html] [--review REVIEW.jsonl] [--builds DIR] [--partial]
     arena loong review --team0 expert-0-native --team1 foil --map gen:32x32:rot:seed=2 --replay-dir DIR
                       [--games 2] [--seed 0] [--max-rounds 200] [--network NET.npz] [--pages] [--json]
     arena loong league --players foil,random,build:foil-c [--maps 'SPEC;SPEC'] [--games 2] [--json]
@@ -15,7 +15,10 @@ Players are Python bots by name or registered wasm builds as ``build:<name|id>``
 resolves them, ``ops.loong_league.resolve_players``). ``ops/cli.py`` calls ``register(subparsers)`` with
 its top-level subparsers. Mistakes (unknown bot, malformed map spec, missing or altered replay) raise
 ``LoongCliError``/``MapError``/``ReplayError``/``BuildError``, all ValueErrors, which the arena CLI
-prints as one line with exit status 2. JSON keys: ``ops/cli.py``.
+prints as one line with exit status 2. ``verify`` and ``view`` rebuild each side of a replay (built-in bots by
+name, builds by the id the header records, from the build store) and re-play the game; a replay some of whose
+checks cannot run (a build not in the store, a bot that is neither) is refused naming them, exit status 3, unless
+``--partial`` (docs/loong-replay.md). JSON keys: ``ops/cli.py``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,17 @@ from ops.loong_league import DEFAULT_MAPS, LoongLeagueConfig, resolve_players
 
 LoongCliError = UnknownBot  # a user mistake in a loong command: one line, exit status 2
 BUILDS_HELP = "registered builds root, for build:<name|id> players (default: ARENA_HOME/artifacts/loong/builds)"
+EXIT_UNCHECKED = 3  # verify / view: no check failed, but some could not run (and --partial was not given)
+PARTIAL_HELP = ("accept a replay some of whose checks cannot run (a build not in the store, a bot that is neither "
+                "built-in nor a build): say what was checked, exit 0 (default: refuse it, exit 3)")
+
+
+def replay_builds(builds: str | None):
+    """The build store that verification loads a replay's builds from (by id)."""
+    from bot.builds import ReplayBuilds
+    from ops.loong_league import builds_root
+
+    return ReplayBuilds(Path(builds) if builds else builds_root())
 
 
 def _out_path(option: str, value: str) -> Path:
@@ -127,7 +141,8 @@ def _replay_json(text: str) -> Path:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from games.loong.viewer import write_viewer
+    from games.loong.replay import ReplayUnchecked
+    from games.loong.viewer import write_verified_viewer
 
     header = _replay_json(args.replay)
     out = _out_path("--out", args.out) if args.out else header.with_suffix(".html")
@@ -139,9 +154,15 @@ def cmd_view(args: argparse.Namespace) -> int:
         r = load_review(args.review)
         check_against_replay(r, load_replay(header))
         review = viewer_review(r)
-    page = write_viewer(header, out, review, str(args.review or "review"))
+    try:
+        page, v = write_verified_viewer(header, out, review, str(args.review or "review"),
+                                        builds=replay_builds(args.builds), partial=args.partial)
+    except ReplayUnchecked as e:  # nothing differs, but a check could not run: no page without --partial
+        print(f"arena: error: {e}", file=sys.stderr)
+        return EXIT_UNCHECKED
     note = f", {len(review['decisions'])} reviewed decisions" if review is not None else ""
-    print(f"wrote {page} ({page.stat().st_size // 1024} KiB{note}); open it in a browser")
+    part = f"; partly verified, not checked: {'; '.join(v.unchecked)}" if v.unchecked else ""
+    print(f"wrote {page} ({page.stat().st_size // 1024} KiB{note}{part}); open it in a browser")
     return 0
 
 
@@ -168,7 +189,8 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         for g in games:
             pages.append(str(write_viewer(g.replay, g.replay.with_suffix(".html"),
-                                          op.viewer_review(op.load_review(g.review)), str(g.review))))
+                                          op.viewer_review(op.load_review(g.review)), str(g.review),
+                                          builds=replay_builds(args.builds), partial=True)))
     docs = [{"replay": str(g.replay), "review": str(g.review), "decisions": g.decisions, "winner": g.winner,
              "rounds": g.rounds, **({"page": pages[k]} if pages else {})} for k, g in enumerate(games)]
     if args.json:
@@ -183,19 +205,24 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def verified_line(v) -> str:
-    """'game.json: ok (60 rounds, winner team 0 (foil) by elimination, 366 turns; ...)'."""
+    """'game.json: ok (60 rounds, winner team 0 (foil) by elimination, 366 turns; ...)'; a partial check says
+    'ok, partly' and lists what was not checked."""
     r, bots = v.result, v.replay.header["bots"]
     who = f"a draw ({r.reason})" if r.winner is None else f"winner team {r.winner} ({bots[r.winner]}) by {r.reason}"
-    return f"{v.replay.path}: ok ({r.round} rounds, {who}, {v.turns} turns; {v.bots_note})"
+    ok = "ok" if v.complete else "ok, partly"
+    return f"{v.replay.path}: {ok} ({r.round} rounds, {who}, {v.turns} turns; {v.bots_note})"
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from games.loong.replay import ReplayError, verify_replay
+    """Exit 0 every replay verified (with --partial: what could be checked passed), 2 one was refused (a field
+    differs, or it cannot be read), 3 none was refused but not every check could run on one (without --partial)."""
+    from games.loong.replay import ReplayError, unchecked_message, verify_replay
 
-    docs, failed = [], 0
+    store = replay_builds(args.builds)
+    docs, failed, incomplete = [], 0, 0
     for text in args.replays:
         try:
-            v = verify_replay(_replay_json(text))
+            v = verify_replay(_replay_json(text), builds=store)
         except (ReplayError, UnknownBot) as e:
             if len(args.replays) == 1:
                 raise
@@ -203,12 +230,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print(f"arena: error: {e}", file=sys.stderr)
             docs.append({"replay": text, "ok": False, "error": str(e)})
             continue
+        if v.unchecked and not args.partial:
+            incomplete += 1
+            print(f"arena: error: {unchecked_message(v)}", file=sys.stderr)
+            docs.append({**v.summary(), "ok": False, "error": unchecked_message(v)})
+            continue
         docs.append(v.summary())
         if not args.json:
             print(verified_line(v))
     if args.json:
         print(json.dumps(docs[0] if len(args.replays) == 1 else docs, indent=2))
-    return 2 if failed else 0
+    return 2 if failed else EXIT_UNCHECKED if incomplete else 0
 
 
 def cmd_league(args: argparse.Namespace) -> int:
@@ -285,8 +317,13 @@ def register(subparsers) -> None:
     mp.add_argument("--out", required=True, help="the map file to write; its folder must exist (required)")
     mp.add_argument("--json", action="store_true", help="print the map's summary as JSON")
     mp.set_defaults(func=cmd_map)
-    vf = sub.add_parser("verify", help="re-simulate replays and compare every header field (exit 2 if one differs)")
+    vf = sub.add_parser("verify", help="re-simulate replays, re-play each side's bots (built-in by name, builds by "
+                                       "id from the store) and compare every turn and header field (exit 2 if one "
+                                       "differs, 3 if a check could not run)")
     vf.add_argument("replays", nargs="+", metavar="REPLAY", help="replay .json (or its .parquet, or their stem)")
+    vf.add_argument("--builds", help="registered builds root, where the replay's builds are loaded by id "
+                    "(default: ARENA_HOME/artifacts/loong/builds)")
+    vf.add_argument("--partial", action="store_true", help=PARTIAL_HELP)
     vf.add_argument("--json", action="store_true", help="print each check as JSON")
     vf.set_defaults(func=cmd_verify)
     v = sub.add_parser("view", help="verify a replay, then write its self-contained HTML viewer")
@@ -294,6 +331,9 @@ def register(subparsers) -> None:
     v.add_argument("--out", help="page to write; its folder must exist (default: next to the replay, .html)")
     v.add_argument("--review", help="a review of this replay (REPLAY.review.jsonl, written by 'arena loong review'): "
                    "adds the decision panel (default: none)")
+    v.add_argument("--builds", help="registered builds root, where the replay's builds are loaded by id "
+                   "(default: ARENA_HOME/artifacts/loong/builds)")
+    v.add_argument("--partial", action="store_true", help=PARTIAL_HELP.replace("exit 0", "write the page saying so"))
     v.set_defaults(func=cmd_view)
     rv = sub.add_parser("review", help="play games with decision review: each game's replay and its review "
                                        "(the candidates, priors and value of every decision of a bot that explains "

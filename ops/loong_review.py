@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from games.loong.actions import action_record
-from games.loong.bots import BotFactory, bot_name, play_game
+from games.loong.bots import BotFactory, bot_build, bot_name, play_game
 from games.loong.maps import LoongMap
 from games.loong.match import UnknownBot, check_replay_dir, pair_seed, replay_stem
 from games.loong.replay import Replay, save_replay
@@ -202,6 +202,7 @@ class Reviewing:
     def __init__(self, factory: BotFactory, explain: Explainer | None = None, label: str | None = None) -> None:
         self.factory, self.explain = factory, explain or _own_explain
         self.name = bot_name(factory)
+        self.build_id = bot_build(factory)  # recorded in the replay beside the name
         self.label = label or self.name
         self.decisions: list[Decision] = []
         self.errors: list[str] = []

@@ -680,7 +680,7 @@ def write_game(cfg: TargetsConfig, spec: GameSpec, rows: Sequence[dict], rec: Ga
 
         with review.open() as f:  # the review's plain data (ops.loong_review.viewer_review) without reading it back
             data = {"header": json.loads(f.readline()), "decisions": [d.to_json() for d in decisions]}
-        page = write_viewer(json_path, folder / f"{stem}.html", data)
+        page = write_viewer(json_path, folder / f"{stem}.html", data, partial=True)  # the teacher is not rebuilt
     rel = folder.name
     return {"replay": f"{rel}/{json_path.name}", "review": f"{rel}/{review.name}",
             "page": None if page is None else f"{rel}/{page.name}"}

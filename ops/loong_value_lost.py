@@ -393,7 +393,7 @@ def _page(replay_json: Path, pages: Path, decisions: Sequence[tuple[int, int]]) 
         for r, d in decisions:
             if review.at(r, d) is None:
                 raise ReportError(f"{review.path}: no decision of dragon {d} at round {r} (a top departure's)")
-        write_viewer(replay_json, dest, viewer_review(review))
+        write_viewer(replay_json, dest, viewer_review(review), partial=True)  # its players are not rebuilt by name
     except ValueError as e:  # ReplayError, ReviewError: one line naming the file
         raise ReportError(str(e)) from None
     return dest

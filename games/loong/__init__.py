@@ -31,8 +31,9 @@ Bots and matches (``games.loong.bots``)
     play_game(map, bots_team0, bots_team1, seed, max_rounds=500) -> MatchResult
 Replays (``games.loong.replay``)
     save_replay(match_result, path) -> (json path, parquet path); load_replay(path) -> Replay;
-    verify_replay(replay | path) -> VerifiedReplay (every header field re-derived;
-        built-in bots replayed from the seed); ReplayError.
+    verify_replay(replay | path, builds=store) -> VerifiedReplay (every header field re-derived; built-in
+        bots and builds (by id, from ``builds``) re-played from the seed, every turn compared; what could not
+        run in ``unchecked``); ReplayError. Format and checks: docs/loong-replay.md.
     Not imported here (it pulls in pyarrow): ``from games.loong.replay import ...``
 Scenarios (``games.loong.scenario``, for tests of any implementation)
     board(w, h, kelp=[(x, y, d)], portals=[((x, y, d), (x, y, d))], spawns=[(x, y, P, cd)]) -> LoongMap

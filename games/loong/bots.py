@@ -93,6 +93,13 @@ def bot_name(factory: BotFactory) -> str:
     return str(getattr(factory, "name", getattr(factory, "__name__", type(factory).__name__)))
 
 
+def bot_build(factory: BotFactory) -> str | None:
+    """The content id of a wasm build's factory (``build_id``: the first 24 hex digits of its module's sha256,
+    bot.builds.build_id), which replays record beside the name; None for Python bots."""
+    bid = getattr(factory, "build_id", None)
+    return bid if isinstance(bid, str) else None
+
+
 # -- the match runner ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TurnRecord:
@@ -126,6 +133,7 @@ class MatchResult:
     think_seconds: tuple[float, float]
     standings: dict = field(default_factory=dict)
     max_rounds: int = MAX_ROUNDS
+    bot_builds: tuple[str | None, str | None] = (None, None)  # each side's build id (``bot_build``), None: Python
 
     @property
     def winner(self) -> int | None:
@@ -205,7 +213,8 @@ def play_game(
             if record:
                 turns.append(TurnRecord.of(game.round, i, action, sonar, outcome, points))
         game.end_round()
-    return _result(game, (bot_name(bots_team0), bot_name(bots_team1)), turns, tuple(think))
+    return _result(game, (bot_name(bots_team0), bot_name(bots_team1)), turns, tuple(think),
+                   (bot_build(bots_team0), bot_build(bots_team1)))
 
 
 def standings(game: Game) -> dict:
@@ -216,7 +225,8 @@ def standings(game: Game) -> dict:
     return out
 
 
-def _result(game: Game, names: tuple[str, str], turns: list[TurnRecord], think: tuple) -> MatchResult:
+def _result(game: Game, names: tuple[str, str], turns: list[TurnRecord], think: tuple,
+            builds: tuple[str | None, str | None] = (None, None)) -> MatchResult:
     deaths = {i: (d.died, d.cause) for i, d in game.dragons.items() if not d.alive}
     return MatchResult(game.map, game.seed, names, game.result, turns, list(game.hashes), deaths, think,
-                       standings(game), game.max_rounds)
+                       standings(game), game.max_rounds, builds)

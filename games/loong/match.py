@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from games.league import Interrupted, claim_interrupts, hold_interrupts, match_summary
-from games.loong.bots import BotFactory, MatchResult, bot_name, play_game
+from games.loong.bots import BotFactory, MatchResult, bot_build, bot_name, play_game
 from games.loong.foil import registry
 from games.loong.maps import LoongMap
 from games.loong.observation import Observation
@@ -69,6 +69,7 @@ class _Timed:
 
     def __init__(self, factory: BotFactory, sink: list[float]) -> None:
         self.factory, self.sink, self.name = factory, sink, bot_name(factory)
+        self.build_id = bot_build(factory)
 
     def __call__(self, dragon_id: int, team: int, seed: int) -> _TimedBot:
         return _TimedBot(self.factory(dragon_id, team, seed), self.sink)

@@ -1,19 +1,23 @@
-"""Replays: a JSON header plus a Parquet file with one row per dragon turn.
+"""Replays: a JSON header plus a Parquet file with one row per dragon turn (the format: docs/loong-replay.md).
 
-``<stem>.json`` holds the format version, the map (map JSON), the match seed, bot names, the result,
-every round's state hash, the row count and a blake2b checksum of ``<stem>.parquet``. Each Parquet row
-is one turn: round, dragon_id, kind ('move' | 'sprint' | 'split' | 'forfeit'), args (list of int),
-sonar_n/e/s/w (uint64, null = nothing sent), points_used, death_reason (null unless the actor died;
-for 'forfeit' it is the forfeit's reason). Re-simulating the rows reproduces the game exactly.
+``<stem>.json`` holds the format version, the map (map JSON), the match seed, bot names, each side's build
+id (version 2: the content id of a wasm build, null for a Python bot), the result, every round's state hash,
+the row count and a blake2b checksum of ``<stem>.parquet``. Each Parquet row is one turn: round, dragon_id,
+kind ('move' | 'sprint' | 'split' | 'forfeit'), args (list of int), sonar_n/e/s/w (uint64, null = nothing
+sent), points_used, death_reason (null unless the actor died; for 'forfeit' it is the forfeit's reason).
+Re-simulating the rows reproduces the game exactly; re-playing the sides' bots (built-in bots by name,
+builds by id from the store) reproduces the rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,7 +28,9 @@ from games.loong.engine import HASH_VERSION, Game, GameResult
 from games.loong.maps import LoongMap, MapError, map_from_json
 from games.loong.rng import MASK64
 
-REPLAY_FORMAT, REPLAY_VERSION = "loong-replay", 1
+REPLAY_FORMAT, REPLAY_VERSION = "loong-replay", 2
+READ_VERSIONS = (1, 2)  # version 1: no "builds" (read as [null, null]); the turn file is the same
+BUILD_ID = re.compile(r"^[0-9a-f]{24}$")  # bot.builds.build_id: the first 24 hex digits of the module's sha256
 SCHEMA = pa.schema([
     ("round", pa.int32()), ("dragon_id", pa.int32()), ("kind", pa.string()), ("args", pa.list_(pa.int32())),
     ("sonar_n", pa.uint64()), ("sonar_e", pa.uint64()), ("sonar_s", pa.uint64()), ("sonar_w", pa.uint64()),
@@ -35,6 +41,10 @@ SONAR_COLUMNS = ("sonar_n", "sonar_e", "sonar_s", "sonar_w")
 
 class ReplayError(ValueError):
     """A replay that cannot be trusted: the message names the file and what is wrong."""
+
+
+class ReplayUnchecked(ReplayError):
+    """A replay in which nothing differs but some checks could not run (``unchecked_message``: which)."""
 
 
 @dataclass
@@ -83,7 +93,7 @@ def save_replay(match: MatchResult, path: str | Path) -> tuple[Path, Path]:
     header = {
         "format": REPLAY_FORMAT, "version": REPLAY_VERSION, "hash_version": HASH_VERSION,
         "map": match.map.to_json(), "seed": str(match.seed), "max_rounds": match.max_rounds,
-        "bots": list(match.bot_names),
+        "bots": list(match.bot_names), "builds": list(match.bot_builds),
         "result": _result_json(r),
         "hashes": match.hashes, "rows": len(match.turns), "parquet": parquet_path.name,
         "parquet_blake2b": _checksum(parquet_path),
@@ -107,7 +117,8 @@ def load_replay(path: str | Path) -> Replay:
     except (pa.ArrowException, OSError) as e:
         raise ReplayError(f"{parquet_path}: unreadable Parquet ({e})") from None
     if table.schema.remove_metadata() != SCHEMA:
-        raise ReplayError(f"{parquet_path}: columns {table.schema.names} do not match replay version 1")
+        raise ReplayError(f"{parquet_path}: columns {table.schema.names} do not match replay version "
+                          f"{header['version']}")
     if table.num_rows != header["rows"]:
         raise ReplayError(f"{json_path}: rows: header says {header['rows']}, {parquet_path.name} has {table.num_rows}")
     try:
@@ -117,8 +128,8 @@ def load_replay(path: str | Path) -> Replay:
     return Replay(json_path, header, game_map, int(header["seed"]), _turns(table, parquet_path))
 
 
-HEADER_KEYS = ("format", "version", "hash_version", "map", "seed", "max_rounds", "bots", "result", "hashes",
-               "rows", "parquet", "parquet_blake2b")
+HEADER_KEYS = ("format", "version", "hash_version", "map", "seed", "max_rounds", "bots", "builds", "result",
+               "hashes", "rows", "parquet", "parquet_blake2b")
 RESULT_KEYS = ("winner", "reason", "round", "scores")
 
 
@@ -131,11 +142,17 @@ def _read_header(json_path: Path) -> dict:
         raise ReplayError(f"{json_path}: header is not JSON ({e})") from None
     if not isinstance(header, dict) or header.get("format") != REPLAY_FORMAT:
         raise ReplayError(f"{json_path}: not a {REPLAY_FORMAT} header")
-    if header.get("version") != REPLAY_VERSION or header.get("hash_version") != HASH_VERSION:
+    version = header.get("version")
+    if not _is_int(version) or version not in READ_VERSIONS or header.get("hash_version") != HASH_VERSION:
         raise ReplayError(
-            f"{json_path}: replay version {header.get('version')} / hash version "
-            f"{header.get('hash_version')}, this engine reads {REPLAY_VERSION} / {HASH_VERSION}"
+            f"{json_path}: replay version {_say(header.get('version'))} / hash version "
+            f"{_say(header.get('hash_version'))}, this engine reads {' or '.join(map(str, READ_VERSIONS))} / "
+            f"{HASH_VERSION}"
         )
+    if header["version"] == 1:
+        if "builds" in header:
+            raise ReplayError(f"{json_path}: builds: a version 1 header has no builds (version 2 records them)")
+        header["builds"] = [None, None]  # version 1 records no build ids: such sides cannot be re-played by id
     missing = [k for k in HEADER_KEYS if k not in header]
     if missing:
         raise ReplayError(f"{json_path}: header lacks {missing}")
@@ -161,6 +178,10 @@ def _check_types(json_path: Path, h: dict) -> None:
         raise bad("rows", "a row count")
     if not (isinstance(h["bots"], list) and len(h["bots"]) == 2 and all(isinstance(b, str) for b in h["bots"])):
         raise bad("bots", "two bot names")
+    builds = h["builds"]
+    if not (isinstance(builds, list) and len(builds) == 2
+            and all(b is None or isinstance(b, str) and BUILD_ID.match(b) for b in builds)):
+        raise bad("builds", "two build ids (24 lowercase hex digits) or nulls")
     hashes = h["hashes"]
     if not (isinstance(hashes, list) and hashes and all(isinstance(x, str) for x in hashes)):
         raise bad("hashes", "a list of state hashes")
@@ -202,17 +223,40 @@ def _turns(table: pa.Table, parquet_path: Path) -> list[TurnRecord]:
     return turns
 
 
+class ReplayBuilds(Protocol):
+    """Where ``verify_replay`` finds the builds a replay names by id (``bot.builds.ReplayBuilds``: the build store)."""
+
+    def factory(self, build_id: str, name: str) -> BotFactory:
+        """The build's bot factory, under the judge's standard limits; ValueError saying why when it cannot."""
+        ...
+
+    def denotes(self, player: str, build_id: str) -> bool | None:
+        """Whether player name ``player`` stands for the build; None when the store cannot tell."""
+        ...
+
+
+ENGINE_CHECK = "the engine: every turn's death, every round's state hash, the result and scores, max_rounds"
+
+
 @dataclass(frozen=True)
 class VerifiedReplay:
     """A replay whose every header field the game re-derives: the replay, the re-simulated game at its
-    end, and whether the header's bots, rebuilt from its seed, played every turn again
-    (``bots_replayed``; when they cannot be rebuilt, ``bots_note`` says why and the seed stays unchecked:
-    the engine itself draws nothing from it)."""
+    end, and what was checked. ``checked``: what was compared and matched (the engine's re-simulation, then each
+    side whose bots were rebuilt, built-in bots by name and builds by id, and re-played from the seed: every
+    turn's action, sonar, points and death); ``unchecked``: each check that could not run and why (a side that
+    is neither a built-in bot nor a build the store holds, a build name the store does not know, the seed when no
+    side could be re-played). ``bots_replayed``: both sides re-played; ``bots_note`` says it in one phrase."""
 
     replay: Replay
     game: Game
     bots_replayed: bool
     bots_note: str = ""
+    checked: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.unchecked
 
     @property
     def result(self) -> GameResult:
@@ -234,23 +278,54 @@ class VerifiedReplay:
         r = self.result
         return {"replay": str(self.replay.path), "ok": True, "rounds": r.round, "winner": r.winner,
                 "reason": r.reason, "scores": [list(s) for s in r.scores], "turns": self.turns,
-                "bots": list(self.replay.header["bots"]), "seed": str(self.replay.seed),
-                "bots_replayed": self.bots_replayed, "bots_note": self.bots_note}
+                "bots": list(self.replay.header["bots"]), "builds": list(self.replay.header["builds"]),
+                "seed": str(self.replay.seed), "bots_replayed": self.bots_replayed, "bots_note": self.bots_note,
+                "complete": self.complete, "checked": list(self.checked), "unchecked": list(self.unchecked)}
 
 
-def verify_replay(replay: Replay | str | Path, *, bots: Mapping[str, BotFactory] | None = None) -> VerifiedReplay:
+def verify_replay(replay: Replay | str | Path, *, bots: Mapping[str, BotFactory] | None = None,
+                  builds: ReplayBuilds | None = None) -> VerifiedReplay:
     """Re-simulate a replay (a loaded one, or its path) in the reference engine and compare every
     recorded field with the header: the actor order, each turn's death, every round's state hash, the
-    round count, max_rounds and the result (winner, reason, round, scores); then, when both header bots
-    are in ``bots`` (default: the built-in Python bots), replay them from the header's seed and compare
-    every turn, which checks the seed and the bot names. Any difference raises ReplayError naming the
-    file and the field: ``game.json: result.winner: header says 1, the game gives 0``."""
+    round count, max_rounds and the result (winner, reason, round, scores). Then rebuild each side's bots: a
+    side with a build id from ``builds`` (the build store) by that id, after checking that its name stands for
+    that build there; any other side by name from ``bots`` (default: the built-in Python bots). The rebuilt
+    sides play again from the header's seed (a side that cannot be rebuilt plays its recorded turns) and every
+    turn is compared (action, sonar, points_used, death_reason), which checks the seed, the names and the ids.
+    Any difference raises ReplayError naming the file and the field: ``game.json: result.winner: header says 1,
+    the game gives 0``; what could not be checked is listed in ``unchecked`` (the caller decides whether a
+    partial check is enough)."""
     if not isinstance(replay, Replay):
         replay = load_replay(replay)
     game = _resimulate(replay)
     _check_result(replay.path, replay.header["result"], game.result)
-    replayed, note = _replay_bots(replay, bots)
-    return VerifiedReplay(replay, game, replayed, note)
+    if bots is None:
+        from games.loong.foil import registry
+
+        bots = registry()
+    sides = _sides(replay, bots, builds)
+    checked, unchecked = [ENGINE_CHECK], [s.name_note for s in sides if s.name_note]
+    _replay_bots(replay, sides)
+    for s in sides:
+        if s.factory is not None:
+            checked.append(f"{s.label}: every turn re-played ({'in the judge, ' if s.build else ''}action, sonar, "
+                           f"points_used, death_reason)")
+        else:
+            unchecked.append(f"{s.label}: turns not re-played ({s.why_not})")
+    if any(s.factory is not None for s in sides):
+        checked.append(f"seed {replay.seed}")
+    else:
+        unchecked.append("seed: not checked (neither side could be re-played)")
+    both = all(s.factory is not None for s in sides)
+    names = replay.header["bots"]
+    note = f"{names[0]} and {names[1]} replayed from the seed play every turn" if both and not unchecked else \
+        "not checked: " + "; ".join(unchecked)
+    return VerifiedReplay(replay, game, both, note, tuple(checked), tuple(unchecked))
+
+
+def unchecked_message(v: VerifiedReplay) -> str:
+    """One line: the replay, then every check that could not run."""
+    return f"{v.replay.path}: not every check could run: {'; '.join(v.unchecked)} (--partial accepts what was checked)"
 
 
 def _same(where: Path, key: str, stated: object, got: object) -> None:
@@ -306,46 +381,134 @@ def _check_result(where: Path, stated: dict, result: GameResult) -> None:
         _same(where, f"result.{key}", stated[key], got[key])
 
 
-def _turn_text(t: TurnRecord) -> str:
-    kind, args = action_record(t.action)
-    text = f"{kind} {','.join(map(str, args))}".rstrip()
-    if t.sonar is not None:
-        text += f" sonar {list(t.sonar)}"
-    return text + (f", dies: {t.death}" if t.death else "")
+def _action_text(action) -> str:
+    kind, args = action_record(action)
+    return f"{kind} {','.join(map(str, args))}".rstrip()
 
 
-def _first_difference(played: list[TurnRecord], recorded: list[TurnRecord]) -> tuple[int, str, str] | None:
+TURN_FIELDS = ("action", "sonar", "points_used", "death_reason")
+
+
+def _turn_field(t: TurnRecord, name: str) -> object:
+    if name == "action":
+        return _action_text(t.action)
+    if name == "sonar":
+        return None if t.sonar is None else list(t.sonar)
+    if name == "points_used":
+        return t.points_used
+    return t.action.reason if isinstance(t.action, Forfeit) else t.death
+
+
+def _first_difference(played: list[TurnRecord], recorded: list[TurnRecord]) -> tuple[int, str, object, object] | None:
+    """(row, field, recorded value, re-played value) of the first turn that differs, or None."""
     for i, (p, r) in enumerate(zip(played, recorded)):
-        if p != r:
-            return i, f"round {p.round} dragon {p.dragon_id} {_turn_text(p)}", \
-                f"round {r.round} dragon {r.dragon_id} {_turn_text(r)}"
+        if (p.round, p.dragon_id) != (r.round, r.dragon_id):
+            return i, "turn", f"round {r.round} dragon {r.dragon_id}", f"round {p.round} dragon {p.dragon_id}"
+        for name in TURN_FIELDS:
+            if _turn_field(p, name) != _turn_field(r, name):
+                return i, name, _turn_field(r, name), _turn_field(p, name)
     if len(played) != len(recorded):
-        return min(len(played), len(recorded)), f"{len(played)} turns", f"{len(recorded)}"
+        return min(len(played), len(recorded)), "rows", len(recorded), len(played)
     return None
 
 
-def _replay_bots(replay: Replay, bots: Mapping[str, BotFactory] | None) -> tuple[bool, str]:
-    """Play the header's bots from the header's seed; refuse the replay unless they play its every turn."""
+@dataclass
+class _Side:
+    """One team's bots as verification rebuilds them: ``factory`` None when they cannot be (``why_not``)."""
+
+    team: int
+    name: str
+    build: str | None
+    factory: BotFactory | None = None
+    why_not: str = ""
+    name_note: str = ""  # a build name the store cannot match to the id: what was not checked
+
+    @property
+    def label(self) -> str:
+        return f"team {self.team} ({self.name}{f', build {self.build}' if self.build else ''})"
+
+
+def _sides(replay: Replay, bots: Mapping[str, BotFactory], builds: ReplayBuilds | None) -> list[_Side]:
+    h, where = replay.header, replay.path
+    sides = []
+    for team, (name, bid) in enumerate(zip(h["bots"], h["builds"])):
+        s = _Side(team, name, bid)
+        sides.append(s)
+        if bid is None:
+            if name in bots:
+                s.factory = bots[name]
+            elif h["version"] == 1 and name.startswith("build:"):
+                s.why_not = "a version 1 replay records no build id"
+            else:
+                s.why_not = "neither a built-in bot nor a build with a recorded id"
+            continue
+        if name in bots:  # a built-in bot is known by its name alone: a build may not wear it
+            raise ReplayError(f"{where}: bots[{team}]: header says {_say(name)}, a built-in bot's name, but "
+                              f"builds[{team}] is build {bid}")
+        if builds is None:
+            s.why_not = "no build store to load the build from"
+            continue
+        said = builds.denotes(name, bid)
+        if said is False:
+            raise ReplayError(f"{where}: bots[{team}]: header says {_say(name)}, which is not builds[{team}] "
+                              f"{bid} in the build store {builds}")
+        try:
+            s.factory = builds.factory(bid, name)
+        except ValueError as e:
+            s.why_not = f"not loadable from the build store: {e}"
+            continue
+        if said is None:
+            s.name_note = f"{s.label}: name not checked (the build store {builds} cannot tell whether it is that build)"
+    return sides
+
+
+class _Recorded:
+    """The bots of a side that cannot be rebuilt: each dragon plays its recorded turns, so that the other side's
+    rebuilt bots can be re-played against them."""
+
+    name = "recorded"
+
+    def __init__(self, turns: list[TurnRecord]) -> None:
+        self.turns = {(t.round, t.dragon_id): t for t in turns}
+
+    def __call__(self, dragon_id: int, team: int, seed: int) -> _RecordedBot:
+        return _RecordedBot(self.turns)
+
+
+class _RecordedBot:
+    def __init__(self, turns: dict) -> None:
+        self.turns, self.last_points = turns, 0
+
+    def act(self, obs):
+        t = self.turns.get((obs.round, obs.dragon_id))
+        if t is None:  # the game left the record (the other side differed first): any reply will do
+            self.last_points = 0
+            return Forfeit("no recorded turn"), None
+        self.last_points = t.points_used
+        return t.action, t.sonar
+
+
+def _replay_bots(replay: Replay, sides: list[_Side]) -> None:
+    """Play the rebuilt sides from the header's seed (the others on their record); refuse the replay unless they
+    play its every turn."""
     from games.loong.bots import play_game
 
-    if bots is None:
-        from games.loong.foil import registry
-
-        bots = registry()
-    names = list(replay.header["bots"])
-    unknown = [n for n in dict.fromkeys(names) if n not in bots]
-    if unknown:
-        return False, f"{' and '.join(unknown)} {'is not a' if len(unknown) == 1 else 'are not'} built-in bot" \
-            f"{'' if len(unknown) == 1 else 's'}: seed not checked"
+    if all(s.factory is None for s in sides):
+        return
     where, seed, max_rounds = replay.path, replay.seed, int(replay.header["max_rounds"])
-    played = play_game(replay.map, bots[names[0]], bots[names[1]], seed, max_rounds).turns
+    factories = [s.factory if s.factory is not None else _Recorded(replay.turns) for s in sides]
+    played = play_game(replay.map, factories[0], factories[1], seed, max_rounds).turns
     diff = _first_difference(played, replay.turns)
     if diff is None:
-        return True, f"{names[0]} and {names[1]} replayed from the seed play every turn"
-    if names[0] != names[1]:
-        swapped = play_game(replay.map, bots[names[1]], bots[names[0]], seed, max_rounds).turns
+        return
+    if all(s.factory is not None for s in sides) and (sides[0].name, sides[0].build) != (sides[1].name, sides[1].build):
+        swapped = play_game(replay.map, factories[1], factories[0], seed, max_rounds).turns
         if _first_difference(swapped, replay.turns) is None:
-            _same(where, "bots", names, names[::-1])
-    i, want, got = diff
-    raise ReplayError(f"{where}: seed: header says {seed}, but {names[0]} and {names[1]} replayed from it "
-                      f"differ at row {i}: they play {want}, the turn file has {got}")
+            key = "builds" if sides[0].build != sides[1].build else "bots"
+            _same(where, key, replay.header[key], replay.header[key][::-1])
+    i, name, recorded, got = diff
+    t = replay.turns[i] if i < len(replay.turns) else played[i]
+    live = " and ".join(s.name for s in sides if s.factory is not None)
+    raise ReplayError(f"{where}: row {i} (round {t.round}, dragon {t.dragon_id}): {name}: the turn file has "
+                      f"{_say(recorded)}, {live} re-played from seed {seed} give{'s' if ' and ' not in live else ''} "
+                      f"{_say(got)}")

@@ -1,15 +1,19 @@
 """A replay as one self-contained HTML page: canvas board, round slider, play/pause/step, turn table.
 
-``write_viewer(replay_path, out_html)`` first verifies the replay (``verify_replay``: re-simulated in
-the reference engine, every header field compared, a changed winner or hash refused with the field
-named), then embeds per-round deltas as JSON in the page (template: ``viewer_assets/viewer.html``;
-inline JS and CSS, no network fetches).
+``write_viewer(replay_path, out_html, builds=store)`` first verifies the replay (``verify_replay``: re-simulated
+in the reference engine, every header field compared, each side's bots rebuilt (built-in bots by name, builds by
+id from the build store) and re-played from the seed, a changed winner, hash, name, seed or turn refused with the
+field named; a replay some of whose checks cannot run is refused naming them unless ``partial=True``), then
+embeds per-round deltas as JSON in the page (template: ``viewer_assets/viewer.html``; inline JS and CSS, no
+network fetches).
 
 Embedded data (``viewer_data``)::
 
     map      {w, h, name, edges: 4*W*H chars '.KP' (cell-major, sides N E S W),
               portals: [[x1, y1, side1, x2, y2, side2]], spawns: [[x, y, period, countdown at round 0]]}
-    teams    {dragon id: team}; bots [team 0 name, team 1 name]; seed; result {winner, reason, round}
+    teams    {dragon id: team}; bots [team 0 name, team 1 name]; builds [team 0 build id or null, team 1 ...];
+             seed; result {winner, reason, round}; unchecked: the checks that could not run (a partial
+             verification, shown under the title; empty when every check ran)
     causes   the distinct death texts of the game (turns refer to them by index)
     bodies0  [[id, cells]] at round 0; pearls0 cells
     frames   one per round r = 1..R, the change from round r-1 to r:
@@ -46,7 +50,16 @@ from pathlib import Path
 from games.loong.actions import action_record
 from games.loong.engine import Game
 from games.loong.maps import EDGE_CHARS, KELP, LoongMap
-from games.loong.replay import Replay, ReplayError, load_replay, verify_replay
+from games.loong.replay import (
+    Replay,
+    ReplayBuilds,
+    ReplayError,
+    ReplayUnchecked,
+    VerifiedReplay,
+    load_replay,
+    unchecked_message,
+    verify_replay,
+)
 
 TEMPLATE = Path(__file__).with_name("viewer_assets") / "viewer.html"
 PLACEHOLDER = "/*__REPLAY_DATA__*/"
@@ -220,7 +233,8 @@ def viewer_data(replay: Replay, review: dict | None = None, review_name: str = "
     bodies = {i: list(d.body) for i, d in game.dragons.items()}
     pearls = {c for c, p in enumerate(game.pearls) if p}
     data = {
-        "version": 1, "map": _map_json(replay.map), "bots": list(h["bots"]), "seed": str(replay.seed),
+        "version": 1, "map": _map_json(replay.map), "bots": list(h["bots"]), "builds": list(h["builds"]),
+        "seed": str(replay.seed), "unchecked": [],
         "result": {k: h["result"][k] for k in ("winner", "reason", "round")},
         "bodies0": [[i, pack_cells(b)] for i, b in sorted(bodies.items())],
         "pearls0": pack_cells(sorted(pearls)), "frames": [],
@@ -271,17 +285,29 @@ def render_html(data: dict) -> str:
 
 
 def write_viewer(replay_path: str | Path, out_html: str | Path, review: dict | None = None,
-                 review_name: str = "review") -> Path:
-    """Verify the replay at ``replay_path`` (ReplayError naming the field that differs), then write its
-    self-contained viewer page, with ``review``'s decision panel when given (plain data, checked by the caller:
-    ops.loong_review.load_review); returns the page's path."""
+                 review_name: str = "review", *, builds: ReplayBuilds | None = None, partial: bool = False) -> Path:
+    """Verify the replay at ``replay_path`` (ReplayError naming the field that differs; builds loaded by id from
+    ``builds``), then write its self-contained viewer page, with ``review``'s decision panel when given (plain
+    data, checked by the caller: ops.loong_review.load_review); returns the page's path. A replay some of whose
+    checks could not run (a side neither built-in nor in ``builds``) is refused naming them, unless ``partial``:
+    then the page says what was not checked."""
+    return write_verified_viewer(replay_path, out_html, review, review_name, builds=builds, partial=partial)[0]
+
+
+def write_verified_viewer(replay_path: str | Path, out_html: str | Path, review: dict | None = None,
+                          review_name: str = "review", *, builds: ReplayBuilds | None = None,
+                          partial: bool = False) -> tuple[Path, VerifiedReplay]:
+    """``write_viewer``, also returning the verification (what was and was not checked)."""
     replay = load_replay(replay_path)
-    verify_replay(replay)
+    verified = verify_replay(replay, builds=builds)
+    if verified.unchecked and not partial:
+        raise ReplayUnchecked(unchecked_message(verified))
     data = viewer_data(replay, review, review_name)
+    data["unchecked"] = list(verified.unchecked)
     out = Path(out_html)
     out.write_text(render_html(data))
-    return out
+    return out, verified
 
 
 __all__ = ["REVIEW_TOP", "pack_cells", "ray_cells", "render_html", "review_data", "state_checksum", "unpack_cells",
-           "viewer_data", "write_viewer"]
+           "viewer_data", "write_verified_viewer", "write_viewer"]

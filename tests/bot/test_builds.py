@@ -7,7 +7,19 @@ import json
 import pytest
 from wasmtime import wat2wasm
 
-from bot.builds import BuildError, build_id, factory, list_builds, load, register, resolve, verify
+from bot.builds import (
+    BuildError,
+    ReplayBuilds,
+    build_id,
+    denotes,
+    factory,
+    list_builds,
+    load,
+    load_id,
+    register,
+    resolve,
+    verify,
+)
 from games.loong import generate_map, play_game, random_bot
 from ops.cli import main
 
@@ -23,6 +35,29 @@ def test_builds_are_content_addressed_and_stored_once(tmp_path, c_bots):
     other = register(tmp_path, c_bots["count"], name="rand")  # a name moves to the latest registration
     assert resolve(tmp_path, "rand") == other.id != a.id
     assert len(list_builds(tmp_path)) == 2
+
+
+def test_replays_find_a_build_by_its_exact_id_and_match_its_player_names(tmp_path, c_bots):
+    """What replay verification asks the store: a build by its whole id only (a name that spells an id, or a prefix,
+    never stands in for it), and whether a player name stands for it (a name that has moved on still names the
+    build first registered under it)."""
+    a = register(tmp_path, c_bots["random"], name="rand")
+    assert load_id(tmp_path, a.id).id == a.id and ReplayBuilds(tmp_path).factory(a.id, "build:rand").build_id == a.id
+    for bad, message in [(a.id[:8], "is not 24 lowercase hex digits"), ("../" + a.id[3:], "is not 24"),
+                         ("0" * 24, "is not in the store")]:
+        with pytest.raises(BuildError, match=message):
+            load_id(tmp_path, bad)
+    other = register(tmp_path, c_bots["count"], name="rand")  # the name moves on
+    (tmp_path / "names" / ("0" * 24)).write_text(a.id + "\n")  # a name spelling an id: not a way to that id
+    with pytest.raises(BuildError, match="is not in the store"):
+        load_id(tmp_path, "0" * 24)
+    assert denotes(tmp_path, "build:rand", a.id) and denotes(tmp_path, "build:rand", other.id)
+    assert denotes(tmp_path, f"build:{a.id[:8]}", a.id) and denotes(tmp_path, f"build:rand@{a.id[:8]}", a.id)
+    assert denotes(tmp_path, f"build:{other.id[:8]}", a.id) is False
+    assert denotes(tmp_path, f"build:rand@{other.id[:8]}", a.id) is False
+    register(tmp_path, c_bots["spin"], name="spinner")
+    assert denotes(tmp_path, "build:spinner", a.id) is False  # the store names another build so
+    assert denotes(tmp_path, "build:unknown", a.id) is None and denotes(tmp_path, "random", a.id) is None
 
 
 def test_verify_rehashes_the_wasm(tmp_path, c_bots):

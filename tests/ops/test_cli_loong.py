@@ -164,8 +164,8 @@ def test_a_registered_wasm_plays_a_match_as_a_build(capsys, tmp_path, random_was
     assert [load_replay(p).header["bots"] for p in s["replays"]] == [["build:random-c", "random"],
                                                                       ["random", "build:random-c"]]
     assert s["replays"][0].endswith("game0000_build-random-c_vs_random.json")  # a file-safe name
-    assert main(["loong", "verify", s["replays"][0]]) == 0
-    assert "build:random-c is not a built-in bot: seed not checked" in capsys.readouterr().out
+    assert main(["loong", "verify", s["replays"][0], "--builds", str(root)]) == 0  # re-played by id in the judge
+    assert "build:random-c and random replayed from the seed play every turn" in capsys.readouterr().out
     assert main(["bot", "register", str(random_wasm), "--root", str(root)]) == 0  # again: the same id
     assert capsys.readouterr().out.strip() == meta["id"]
 

@@ -185,8 +185,14 @@ def test_cli_review_then_view_with_the_review(network, tmp_path, capsys):
         assert load_review(d["review"]).header["bots"] == load_replay(d["replay"]).header["bots"]
         assert '"review":' in open(d["page"]).read()
     page = tmp_path / "page.html"
-    assert main(["loong", "view", docs[1]["replay"], "--review", docs[1]["review"], "--out", str(page)]) == 0
-    assert f"{docs[1]['decisions']} reviewed decisions" in capsys.readouterr().out and page.exists()
+    # expert-0-native is neither a built-in bot nor a build: its turns cannot be re-played, so only --partial pages it
+    assert main(["loong", "view", docs[1]["replay"], "--review", docs[1]["review"], "--out", str(page)]) == 3
+    assert "(expert-0-native): turns not re-played" in capsys.readouterr().err and not page.exists()
+    assert main(["loong", "view", docs[1]["replay"], "--review", docs[1]["review"], "--out", str(page),
+                 "--partial"]) == 0
+    out = capsys.readouterr().out
+    assert f"{docs[1]['decisions']} reviewed decisions" in out and page.exists()
+    assert "partly verified, not checked: team 0 (expert-0-native): turns not re-played" in out
     # a review that is not this replay's, and a damaged one: one line, exit 2
     assert main(["loong", "view", docs[0]["replay"], "--review", docs[1]["review"], "--out", str(page)]) == 2
     assert "recorded for another game" in capsys.readouterr().err
@@ -210,7 +216,7 @@ def test_expert0_page_in_headless_chromium_shows_the_recorded_numbers(recorded, 
     g = recorded[1]
     review = load_review(g.review)
     d = review.decisions[len(review.decisions) // 2]
-    page = write_viewer(g.replay, tmp_path / "page.html", viewer_review(review))
+    page = write_viewer(g.replay, tmp_path / "page.html", viewer_review(review), partial=True)
     out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
                           f"{page.as_uri()}?round={d.round}&dragon={d.dragon}"],

@@ -45,7 +45,12 @@ def test_round_trip_reproduces_every_round(match, saved):
     assert replay.turns == match.turns and replay.seed == 77 and replay.map == MAP
     game = verify_replay(replay)
     assert game.hashes == match.hashes and game.result == match.result
-    assert not game.bots_replayed and "Sonarist is not a built-in bot" in game.bots_note  # a test-only bot
+    # a test-only bot plays its recorded turns while the built-in random bot is re-played against them
+    assert not game.bots_replayed and not game.complete
+    assert game.unchecked == ("team 0 (Sonarist): turns not re-played (neither a built-in bot nor a build with a "
+                              "recorded id)",)
+    assert "team 1 (random): every turn re-played (action, sonar, points_used, death_reason)" in game.checked
+    assert replay.header["version"] == 2 and replay.header["builds"] == [None, None]
     assert verify_replay(json_path).result == match.result  # a path is loaded first
     assert load_replay(parquet_path).header == replay.header  # either file names the replay
     assert any(t.action == Forfeit("gave up") for t in replay.turns)
@@ -101,8 +106,11 @@ def test_an_altered_sonar_value_is_caught(saved):
 def test_flipped_byte_wrong_version_and_missing_files(saved):
     json_path, parquet_path = saved
     h = json.loads(json_path.read_text())
-    json_path.write_text(json.dumps({**h, "version": 2}))
-    with pytest.raises(ReplayError, match=r"game\.json: replay version 2"):
+    json_path.write_text(json.dumps({**h, "version": 3}))
+    with pytest.raises(ReplayError, match=r"game\.json: replay version 3 / hash version \d+, this engine reads 1 or 2"):
+        load_replay(json_path)
+    json_path.write_text(json.dumps({**h, "builds": ["../../etc", None]}))
+    with pytest.raises(ReplayError, match=r'game\.json: builds: header says \["\.\./\.\./etc", null\], not two build'):
         load_replay(json_path)
     json_path.write_text(json.dumps({**h, "result": {**h["result"], "winner": 1 - (h["result"]["winner"] or 0)}}))
     with pytest.raises(ReplayError, match=r"game\.json: result\.winner: header says \d, the game gives"):
@@ -191,7 +199,8 @@ def _reason(h):
 @pytest.mark.parametrize("change, message", [
     (_flip_winner, r"foil\.json: result\.winner: header says [01], the game gives [01]$"),
     (_scores, r"foil\.json: result\.scores: header says \[\[\d+, .*\]\], the game gives \[\["),
-    (_seed, r"foil\.json: seed: header says 6, but foil and random replayed from it differ at row \d+"),
+    (_seed, r'foil\.json: row \d+ \(round \d+, dragon \d+\): action: the turn file has "[a-z ,0-9]+", foil and '
+            r'random re-played from seed 6 give "[a-z ,0-9]+"$'),
     (_hash, r'foil\.json: hashes\[7\]: header says "f{32}", the game gives "[0-9a-f]{32}"$'),
     (_bots, r'foil\.json: bots: header says \["random", "foil"\], the game gives \["foil", "random"\]$'),
     (_longer, r"foil\.json: max_rounds: header says 50, the game gives 40$"),

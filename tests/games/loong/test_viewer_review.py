@@ -119,7 +119,7 @@ def test_the_review_is_embedded_by_round_and_dragon(game):
 
 def test_a_page_with_a_review_stays_self_contained(game, tmp_path):
     g, _, review = game
-    html = write_viewer(g.replay, tmp_path / "page.html", viewer_review(review)).read_text()
+    html = write_viewer(g.replay, tmp_path / "page.html", viewer_review(review), partial=True).read_text()
     assert '"review":' in html
     for banned in ("<script src", "<link", "fetch(", "XMLHttpRequest", "http://", "https://", "import("):
         assert banned not in html
@@ -144,7 +144,7 @@ def _state(dom: str) -> dict:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI: apt-get install -y chromium)")
 def test_the_decision_panel_in_headless_chromium_shows_the_recorded_numbers(game, tmp_path):
     g, _, review = game
-    page = write_viewer(g.replay, tmp_path / "page.html", viewer_review(review))
+    page = write_viewer(g.replay, tmp_path / "page.html", viewer_review(review), partial=True)
     by_round: dict[int, list[Decision]] = {}
     for d in review.decisions:
         by_round.setdefault(d.round, []).append(d)
@@ -179,5 +179,5 @@ def test_the_decision_panel_in_headless_chromium_shows_the_recorded_numbers(game
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI: apt-get install -y chromium)")
 def test_a_page_without_a_review_has_no_panel(game, tmp_path):
     g, *_ = game
-    dom = _dump(write_viewer(g.replay, tmp_path / "plain.html"), "?round=5&keys=ArrowDown", tmp_path)
+    dom = _dump(write_viewer(g.replay, tmp_path / "plain.html", partial=True), "?round=5&keys=ArrowDown", tmp_path)
     assert '<div id="review" hidden="">' in dom and "dragon=" not in _state(dom)
