@@ -12,7 +12,8 @@ their points on host work (the clock, failing memory.grow / table.grow, empty me
 
 Memory: ``--dragons`` dragons of the worst module the limits allow (10,000 functions, all in its 10,000-element
 table, 1,000 globals) each grow memory to 48 MiB, write all of it and fill the table; the growth of the
-process's resident memory is compared with ``worst_case_resident``.
+process's resident memory is compared with ``worst_case_resident``; past 64 dragons they form two teams (each its
+match's ``TeamMemory``), so ``--dragons 128 --memory-only`` measures the largest legal match.
 
 Registration: refusing a 4 MB module of a million empty functions; compiling (child process) 10,000
 functions; the placeholder network module if ``--net`` names its .wasm (benchmarks/bot_judge.py builds one).
@@ -31,7 +32,14 @@ import numpy as np
 from wasmtime import wat2wasm
 
 from bot.abi import MEMORY_LIMIT, SECTION_LIMITS, TABLE_LIMIT, uleb128
-from bot.judge import TABLE_ELEMENT_BYTES, BotRejected, Judge, worst_case_resident
+from bot.judge import (
+    MATCH_MEMORY_LIMIT,
+    TABLE_ELEMENT_BYTES,
+    TEAM_MEMORY_LIMIT,
+    BotRejected,
+    Judge,
+    worst_case_resident,
+)
 from games.loong import Game, generate_map, observe
 
 CLOCK = '(import "loong" "points_left" (func $clock (result i64)))'
@@ -138,8 +146,9 @@ def memory(args: argparse.Namespace) -> None:
     f = judge.factory(wasm)
     print(f"\nmemory: worst allowed module ({len(wasm):,} bytes, registered in {time.perf_counter() - t:.2f} s)")
     obs = observation()
+    teams = [f.for_match(), f.for_match()] if args.dragons > 64 else [f.for_match()]  # two teams past 64 dragons
     before = resident()
-    dragons = [f(i, 0, i) for i in range(args.dragons)]
+    dragons = [teams[i % len(teams)](i, i % len(teams), i) for i in range(args.dragons)]
     t = time.perf_counter()
     for d in dragons:
         d.act(obs)
@@ -147,9 +156,13 @@ def memory(args: argparse.Namespace) -> None:
     bound = worst_case_resident(args.dragons)
     per = grown / args.dragons
     overhead = per - MEMORY_LIMIT - TABLE_LIMIT * TABLE_ELEMENT_BYTES
-    print(f"  {args.dragons} dragons at 48 MiB each: resident +{grown / 2**20:,.1f} MiB "
+    held = [tm.memory.held[i] for i, tm in enumerate(teams)]
+    print(f"  {args.dragons} dragons at 48 MiB each ({len(teams)} team(s)): resident +{grown / 2**20:,.1f} MiB "
           f"({per / 2**20:.2f} MiB a dragon, {overhead / 1024:,.0f} KiB beyond memory and table), "
           f"bound {bound / 2**20:,.1f} MiB; first turns {time.perf_counter() - t:.2f} s")
+    print(f"  teams' ledgers: {', '.join(f'{h / 2**20:,.1f} MiB' for h in held)} (bound a team "
+          f"{TEAM_MEMORY_LIMIT / 2**20:,.1f} MiB); process resident now {resident() / 2**20:,.1f} MiB "
+          f"(bound a match's process {MATCH_MEMORY_LIMIT / 2**20:,.0f} MiB)")
     del dragons
 
 
@@ -185,10 +198,15 @@ def compile_costs(args: argparse.Namespace) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-deadline", action="store_true", help="leave out the 10 CPU s spin (default: run it)")
+    p.add_argument("--memory-only", action="store_true", help="only the memory figure")
     p.add_argument("--chase", type=int, default=0, help="only N turns of the pointer chase (default: every module)")
-    p.add_argument("--dragons", type=int, default=64, help="dragons for the memory figure (default 64)")
+    p.add_argument("--dragons", type=int, default=64,
+                   help="dragons for the memory figure (default 64; over 64: two teams, 128 is the largest match)")
     p.add_argument("--net", help="a network .wasm to time in the compile process (default: none)")
     args = p.parse_args()
+    if args.memory_only:
+        memory(args)
+        return
     turns(args)
     if args.chase:
         return

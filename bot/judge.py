@@ -22,6 +22,7 @@ take a minute and 6 GB). The ABI: docs/bot-abi.md, bot/abi.py.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import dataclasses
 import hashlib
@@ -68,7 +69,7 @@ from bot.abi import (
     parse_reply,
     read_sections,
 )
-from games.loong.actions import Action, Forfeit, Sonar
+from games.loong.actions import MAX_TEAM, Action, Forfeit, Sonar
 from games.loong.bots import BotFactory, MatchResult, play_game
 from games.loong.engine import MAX_ROUNDS
 from games.loong.maps import LoongMap
@@ -425,6 +426,30 @@ def worst_case_resident(dragons: int = 64, memory_limit: int = MEMORY_LIMIT, tab
     return dragons * (memory_limit + table_limit * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD)
 
 
+# Host memory a match (issue 39 item 3; docs/bot-abi.md, "Host memory a match"), in bytes.
+DRAGON_MEMORY_BOUND = worst_case_resident(1)  # 48 MiB + 80,000 + 256 KiB = 50,673,792: one instance at every limit
+# a team's live instances in one match: the rules' 64 living dragons (games.loong.actions.MAX_TEAM), each at its
+# bound: 3,243,122,688 bytes (3,092.9 MiB). A dead dragon's instance is freed when it dies (play_game drops its
+# bot), so a team never holds more than 64; the judge counts each team's instances every turn and kills the
+# dragon whose turn takes its team over the bound (a judge may be given a smaller one).
+TEAM_MEMORY_LIMIT = MAX_TEAM * DRAGON_MEMORY_BOUND
+CODE_MEMORY_LIMIT = 64 << 20  # a module's compiled code (10 MB measured for the 1 MB network; 4 MiB modules: ~40 MB)
+PROCESS_BASELINE = 512 << 20  # the match's process without dragons: Python, numpy, wasmtime, torch (272 MiB measured)
+# one match's process: two teams at their bound, two modules' code, the baseline (6,825.8 MiB), rounded up to 7 GiB;
+# a league of two matches at once (two workers): 14 GiB, which leaves 10 GiB of a 24 GiB host to everything else
+MATCH_MEMORY_LIMIT = 7 << 30
+
+
+def match_memory_bound(team_memory: int = TEAM_MEMORY_LIMIT) -> int:
+    """Bytes one match's process may hold when each team may hold ``team_memory`` bytes of instances."""
+    return 2 * team_memory + 2 * CODE_MEMORY_LIMIT + PROCESS_BASELINE
+
+
+def team_memory_reason(limit: int) -> str:
+    """The kill reason of the dragon whose turn takes its team's instances over the judge's bound a team."""
+    return f"wasm bot's team holds over {limit:,} bytes of instances (the judge's memory bound a team)"
+
+
 class Judge:
     """One wasmtime Engine and Linker for all bots, and a cache of compiled modules by sha256."""
 
@@ -433,14 +458,21 @@ class Judge:
                  compiled_cache: Path | None = None, *, table_limit: int = TABLE_LIMIT,
                  cpu_limit: float = TURN_CPU_LIMIT, wall_backstop: float = TURN_WALL_BACKSTOP,
                  clock_price: int = CLOCK_PRICE, compile_seconds: float = COMPILE_CPU_LIMIT,
-                 compile_memory: int = COMPILE_MEMORY, compile_wall_backstop: float = COMPILE_WALL_BACKSTOP) -> None:
+                 compile_memory: int = COMPILE_MEMORY, compile_wall_backstop: float = COMPILE_WALL_BACKSTOP,
+                 team_memory: int = TEAM_MEMORY_LIMIT) -> None:
         """``compiled_cache``: a folder for wasmtime's compiled code (``<sha256>-<engine tag>.cwasm``), so a
         large module (the network bots: seconds of Cranelift) is compiled once per machine, not per process.
         Only point it at a folder this project alone writes: compiled code is trusted when loaded.
         ``cpu_limit``: CPU seconds of the judging thread a turn; ``wall_backstop``: wall seconds a turn, a safety net
         against a stalled host; ``clock_price``: points a call of the clock costs; ``compile_seconds`` /
         ``compile_memory``: the compile process's CPU time and address space; ``compile_wall_backstop``: its wall
-        time, a safety net."""
+        time, a safety net; ``team_memory``: bytes of instances a team may hold in one match (refused when a match
+        of two such teams would pass ``MATCH_MEMORY_LIMIT``)."""
+        if match_memory_bound(team_memory) > MATCH_MEMORY_LIMIT:
+            raise ValueError(f"team_memory of {team_memory:,} bytes: a match of two such teams may need "
+                             f"{match_memory_bound(team_memory):,} bytes, over the {MATCH_MEMORY_LIMIT:,}-byte "
+                             f"bound a match")
+        self.team_memory = team_memory
         self.points_per_turn = points_per_turn
         self.memory_limit = memory_limit
         self.module_limit = module_limit
@@ -615,21 +647,42 @@ def default_judge() -> Judge:
     return _DEFAULT
 
 
+class TeamMemory:
+    """One match's ledger: the bytes each team's live instances hold (each instance counted at its linear memory's
+    size, its table at the limit and ``INSTANCE_OVERHEAD``), against the judge's bound a team."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = {0: 0, 1: 0}
+
+
 class WasmBotFactory:
     """Creates one ``WasmBot`` per dragon; ``points[(round, dragon_id)]`` records every turn's points used
-    since the last ``reset()`` (``play_judged_game`` resets it before each match)."""
+    since the last ``reset()`` (``play_judged_game`` resets it before each match).
+
+    ``for_match()``: the view ``games.loong.bots.play_game`` asks for at the start of each game: the same module,
+    ledger of points and name, plus that match's ``TeamMemory`` (the judge's memory bound a team). The factory itself
+    keeps no such ledger (runners that play many games at once with one factory, the batched simulator, are not
+    bounded per match)."""
 
     def __init__(self, judge: Judge, loaded: LoadedModule, name: str) -> None:
         self.judge, self.loaded, self.name = judge, loaded, name
         self.points: dict[tuple[int, int], int] = {}
         self.teams: dict[int, int] = {}  # dragon id -> team, of the dragons this factory made
+        self.memory: TeamMemory | None = None
 
     def reset(self) -> None:
-        self.points, self.teams = {}, {}
+        self.points.clear()
+        self.teams.clear()
+
+    def for_match(self) -> WasmBotFactory:
+        view = copy.copy(self)  # shares points and teams
+        view.memory = TeamMemory(self.judge.team_memory)
+        return view
 
     def __call__(self, dragon_id: int, team: int, seed: int) -> WasmBot:
         self.teams[dragon_id] = team
-        return WasmBot(self, dragon_id, seed)
+        return WasmBot(self, dragon_id, seed, team)
 
 
 class _Call:
@@ -657,12 +710,23 @@ class _Call:
 class WasmBot:
     """One dragon's program: its own Store and instance, created at its first turn."""
 
-    def __init__(self, factory: WasmBotFactory, dragon_id: int, seed: int) -> None:
-        self.factory, self.dragon_id, self.seed = factory, dragon_id, seed
+    def __init__(self, factory: WasmBotFactory, dragon_id: int, seed: int, team: int = 0) -> None:
+        self.factory, self.dragon_id, self.seed, self.team = factory, dragon_id, seed, team
         self.store: wasmtime.Store | None = None
         self.dead: str | None = None
         self.turn_points: list[int] = []
         self.last_points = 0
+        self.charge = 0  # bytes this dragon's instance counts in its match's TeamMemory
+
+    def _charge(self, nbytes: int) -> None:
+        memory = self.factory.memory
+        if memory is not None:
+            memory.held[self.team] += nbytes - self.charge
+        self.charge = nbytes
+
+    def __del__(self) -> None:  # a dead dragon's bot dropped by the runner: its instance is freed
+        if self.charge:
+            self._charge(0)
 
     def _start(self) -> None:
         store = self.factory.judge.new_store()  # fuel and the CPU limit cover instantiation and init too
@@ -719,9 +783,15 @@ class WasmBot:
         self.last_points = used
         self.turn_points.append(used)
         self.factory.points[(obs.round, obs.dragon_id)] = used
+        memory = self.factory.memory
+        if reason is None and memory is not None:  # the instance's size after its turn, against its team's bound
+            self._charge(self._view()[1] + judge.table_limit * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD)
+            if memory.held[self.team] > memory.limit:
+                reason = team_memory_reason(memory.limit)
         if reason is not None:
             self.dead = reason
             self.store = self._ctx = self._memory = self._mem_ref = None  # frees the instance and its memory
+            self._charge(0)
             return Forfeit(reason), None
         return action, sonar
 

@@ -20,16 +20,24 @@ from wasmtime import wat2wasm
 from bot.abi import CLOCK_PRICE, PAGE, POINTS_PER_TURN, SECTION_LIMITS, TABLE_LIMIT, uleb128
 from bot.builds import BuildError, factory, read_wasm_file, register
 from bot.judge import (
+    DRAGON_MEMORY_BOUND,
+    INSTANCE_OVERHEAD,
+    MATCH_MEMORY_LIMIT,
+    TABLE_ELEMENT_BYTES,
+    TEAM_MEMORY_LIMIT,
     BotRejected,
     Judge,
     clean_message,
     cpu_limit_reason,
+    match_memory_bound,
     play_judged_game,
+    team_memory_reason,
     wall_backstop_reason,
     worst_case_resident,
 )
 from bot.toolchain import C_DIR, compile_c
 from games.loong import Forfeit, Game, Move, generate_map, observe, random_bot
+from games.loong.actions import MAX_TEAM
 from games.loong.observation import encode
 from games.loong.replay import load_replay, save_replay
 
@@ -268,6 +276,83 @@ def test_64_dragons_at_every_limit_stay_within_the_documented_bound():
     assert all(d.memory_bytes() == limit for d in dragons)
     assert 64 * limit * 0.9 < grown <= worst_case_resident(64, limit), grown  # touched, and bounded
     del dragons
+
+
+# --- 2b. host memory a match ----------------------------------------------------------------------
+GROW_TO_CAP = """(block (loop (br_if 1 (i32.eq (memory.grow (i32.const 1)) (i32.const -1))) (br 0)))
+      (memory.fill (i32.const 0) (i32.const 0xAB) (i32.mul (memory.size) (i32.const 65536)))
+      (memory.fill (i32.const 0) (i32.const 0) (i32.const 40))"""
+
+
+def test_the_largest_match_is_bounded_and_a_bigger_team_bound_is_refused():
+    """The documented figures (docs/bot-abi.md): 48.33 MiB a dragon, 3,092.9 MiB a team of 64, 7 GiB a match's
+    process; two matches at once (a league's two workers) stay under 14 GiB of a 24 GiB host."""
+    assert DRAGON_MEMORY_BOUND == 50_673_792 and TEAM_MEMORY_LIMIT == 64 * DRAGON_MEMORY_BOUND == 3_243_122_688
+    assert match_memory_bound() <= MATCH_MEMORY_LIMIT == 7 << 30 and 2 * MATCH_MEMORY_LIMIT <= 14 << 30
+    with pytest.raises(ValueError, match=r"^team_memory of 4,294,967,296 bytes: a match of two such teams may need "
+                                         r"9,261,023,232 bytes, over the 7,516,192,768-byte bound a match$"):
+        Judge(team_memory=4 << 30)
+
+
+def test_128_dragons_of_two_teams_stay_within_the_match_bound():
+    """The largest legal match, two teams of 64 (the rules' cap), every dragon at every limit: the process's
+    resident memory grows by no more than the two teams' bound and each team's ledger holds exactly its 64
+    instances (at a 4 MiB memory limit, so the test stays light: benchmarks/judge_limits.py --dragons 128 measures
+    the 48 MiB case)."""
+    limit = 4 << 20
+    judge = Judge(memory_limit=limit)
+    per = limit + TABLE_LIMIT * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD
+    wasm = bot(GROW_TABLE + GROW_TO_CAP + "(table.fill (i32.const 0) (ref.func $f) (table.size)) i32.const 0",
+               extra=TABLE)
+    teams = [judge.factory(wasm).for_match(), judge.factory(wasm).for_match()]
+    obs = observation()
+    before = resident_bytes()
+    dragons = [teams[i % 2](i, i % 2, i) for i in range(2 * MAX_TEAM)]
+    assert all(d.act(obs)[0] == Move(0) for d in dragons)
+    grown = resident_bytes() - before
+    assert [t.memory.held[t_i] for t_i, t in enumerate(teams)] == [MAX_TEAM * per] * 2
+    assert 128 * limit * 0.9 < grown <= 2 * worst_case_resident(MAX_TEAM, limit), grown
+    del dragons
+    assert [t.memory.held[t_i] for t_i, t in enumerate(teams)] == [0, 0]  # freed with the bots
+
+
+def test_the_dragon_that_takes_its_team_over_the_bound_dies_and_the_match_goes_on():
+    """A team bound of 2.5 dragons at a 4 MiB limit: of team 0's three dragons, each growing to the cap on its
+    first turn, the third to act dies with the judge's fixed reason (its instance freed); the other two play on."""
+    limit = 4 << 20
+    per = limit + TABLE_LIMIT * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD
+    judge = Judge(memory_limit=limit, team_memory=5 * per // 2)
+    grow_once = f"(if (i32.eq (i32.load offset={1024 + 12} (i32.const 0)) (i32.const 1)) (then {GROW_TO_CAP})) " \
+                "(i32.store16 offset=2 (i32.const 0) (i32.const 1)) i32.const 0"  # MOVE east: safe here 3 rounds
+    f = judge.factory(bot(grow_once), name="greedy")
+    match = play_judged_game(generate_map(16, 16, "lr", 1), f, random_bot, seed=4, max_rounds=3)
+    team0 = [t for t in match.turns if t.dragon_id % 2 == 0]
+    first = [t for t in team0 if t.round == 1]
+    assert len(first) == 3 and [isinstance(t.action, Forfeit) for t in first] == [False, False, True]
+    assert first[2].action.reason == team_memory_reason(5 * per // 2) == \
+        f"wasm bot's team holds over {5 * per // 2:,} bytes of instances (the judge's memory bound a team)"
+    later = [t for t in team0 if t.round > 1]
+    assert later and not any(isinstance(t.action, Forfeit) and "memory bound" in t.action.reason for t in later)
+    assert {t.dragon_id for t in later} == {first[0].dragon_id, first[1].dragon_id}
+    # the default bound (64 dragons at 48 MiB) lets the same team play whole
+    match = play_judged_game(generate_map(16, 16, "lr", 1), Judge(memory_limit=limit).factory(bot(grow_once)),
+                             random_bot, seed=4, max_rounds=3)
+    assert not any(isinstance(t.action, Forfeit) for t in match.turns if t.dragon_id % 2 == 0)
+
+
+def test_a_dead_dragons_instance_leaves_its_teams_count_when_it_dies():
+    """Each dragon grows to the cap and then replies SPLIT 0, which the rules refuse: it dies by the rules, not the
+    judge, so only the runner can free its instance. With a bound of 1.5 dragons, the second dragon's turn would
+    take the team over it if the first one's instance were still held; every death is the rules' instead."""
+    limit = 4 << 20
+    per = limit + TABLE_LIMIT * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD
+    judge = Judge(memory_limit=limit, team_memory=3 * per // 2)
+    split0 = f"{GROW_TO_CAP} (i32.store8 (i32.const 0) (i32.const 2)) i32.const 0"
+    match = play_judged_game(generate_map(16, 16, "lr", 2), judge.factory(bot(split0)), random_bot, seed=4,
+                             max_rounds=3)
+    team0 = [t for t in match.turns if t.dragon_id % 2 == 0]
+    assert len(team0) == 3 and all(isinstance(t.action, Forfeit) for t in team0)
+    assert all(t.action.reason.startswith("SPLIT") for t in team0), [t.action.reason for t in team0]
 
 
 @pytest.mark.parametrize("wat, what", [
