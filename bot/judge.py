@@ -186,6 +186,17 @@ def wall_backstop_reason(seconds: float) -> str:
     return f"wasm bot exceeded the {seconds:g} s wall-time backstop a turn (the host stalled it)"
 
 
+def limit_kill(reason: str) -> str | None:
+    """"cpu" or "wall" when a recorded reason is a time-limit kill (``cpu_limit_reason`` / ``wall_backstop_reason``),
+    else None. A re-simulation reproduces a CPU-limit kill (the limit is 3x the slowest honest turn); a backstop kill
+    depends on the host that recorded it, so a verifier can name it as a check it could not repeat."""
+    m = re.fullmatch(r"wasm bot exceeded the [0-9.e+]+ s (CPU-time limit|wall-time backstop) a turn"
+                     r"( \(the host stalled it\))?", reason)
+    if m is None or (m[1] == "wall-time backstop") != bool(m[2]):
+        return None
+    return "cpu" if m[1] == "CPU-time limit" else "wall"
+
+
 # The turn running on this thread: (CPU clock at its start, wall clock at its start, CPU limit, wall backstop),
 # and which limit it went over ("cpu", "wall" or None). Set by WasmBot.act, read by _on_epoch on the same thread.
 _TURN = threading.local()
@@ -433,16 +444,19 @@ DRAGON_MEMORY_BOUND = worst_case_resident(1)  # 48 MiB + 80,000 + 256 KiB = 50,6
 # bot), so a team never holds more than 64; the judge counts each team's instances every turn and kills the
 # dragon whose turn takes its team over the bound (a judge may be given a smaller one).
 TEAM_MEMORY_LIMIT = MAX_TEAM * DRAGON_MEMORY_BOUND
-CODE_MEMORY_LIMIT = 64 << 20  # a module's compiled code (10 MB measured for the 1 MB network; 4 MiB modules: ~40 MB)
+# a module's compiled code, refused at registration past it: 3x a 4 MiB network module's at the measured 10x (the
+# 1 MB placeholder network compiles to 10 MB; modules of plain loads, stores or constants to 1.1-1.3x their size)
+CODE_MEMORY_LIMIT = 128 << 20
 PROCESS_BASELINE = 512 << 20  # the match's process without dragons: Python, numpy, wasmtime, torch (272 MiB measured)
-# one match's process: two teams at their bound, two modules' code, the baseline (6,825.8 MiB), rounded up to 7 GiB;
+# one match's process: two teams at their bound, two modules' code, the baseline (6,953.8 MiB), rounded up to 7 GiB;
 # a league of two matches at once (two workers): 14 GiB, which leaves 10 GiB of a 24 GiB host to everything else
 MATCH_MEMORY_LIMIT = 7 << 30
 
 
-def match_memory_bound(team_memory: int = TEAM_MEMORY_LIMIT) -> int:
-    """Bytes one match's process may hold when each team may hold ``team_memory`` bytes of instances."""
-    return 2 * team_memory + 2 * CODE_MEMORY_LIMIT + PROCESS_BASELINE
+def match_memory_bound(team_memory: int = TEAM_MEMORY_LIMIT, code_memory: int = CODE_MEMORY_LIMIT) -> int:
+    """Bytes one match's process may hold when each team may hold ``team_memory`` bytes of instances and each of
+    the two modules ``code_memory`` bytes of compiled code."""
+    return 2 * team_memory + 2 * code_memory + PROCESS_BASELINE
 
 
 def team_memory_reason(limit: int) -> str:
@@ -459,20 +473,20 @@ class Judge:
                  cpu_limit: float = TURN_CPU_LIMIT, wall_backstop: float = TURN_WALL_BACKSTOP,
                  clock_price: int = CLOCK_PRICE, compile_seconds: float = COMPILE_CPU_LIMIT,
                  compile_memory: int = COMPILE_MEMORY, compile_wall_backstop: float = COMPILE_WALL_BACKSTOP,
-                 team_memory: int = TEAM_MEMORY_LIMIT) -> None:
+                 team_memory: int = TEAM_MEMORY_LIMIT, code_memory: int = CODE_MEMORY_LIMIT) -> None:
         """``compiled_cache``: a folder for wasmtime's compiled code (``<sha256>-<engine tag>.cwasm``), so a
         large module (the network bots: seconds of Cranelift) is compiled once per machine, not per process.
         Only point it at a folder this project alone writes: compiled code is trusted when loaded.
         ``cpu_limit``: CPU seconds of the judging thread a turn; ``wall_backstop``: wall seconds a turn, a safety net
         against a stalled host; ``clock_price``: points a call of the clock costs; ``compile_seconds`` /
         ``compile_memory``: the compile process's CPU time and address space; ``compile_wall_backstop``: its wall
-        time, a safety net; ``team_memory``: bytes of instances a team may hold in one match (refused when a match
-        of two such teams would pass ``MATCH_MEMORY_LIMIT``)."""
-        if match_memory_bound(team_memory) > MATCH_MEMORY_LIMIT:
-            raise ValueError(f"team_memory of {team_memory:,} bytes: a match of two such teams may need "
-                             f"{match_memory_bound(team_memory):,} bytes, over the {MATCH_MEMORY_LIMIT:,}-byte "
-                             f"bound a match")
-        self.team_memory = team_memory
+        time, a safety net; ``team_memory``: bytes of instances a team may hold in one match; ``code_memory``: bytes
+        of compiled code a module may have (a judge whose match could pass ``MATCH_MEMORY_LIMIT`` is refused)."""
+        bound = match_memory_bound(team_memory, code_memory)
+        if bound > MATCH_MEMORY_LIMIT:
+            raise ValueError(f"team_memory of {team_memory:,} bytes and code_memory of {code_memory:,}: a match may "
+                             f"need {bound:,} bytes, over the {MATCH_MEMORY_LIMIT:,}-byte bound a match")
+        self.team_memory, self.code_memory = team_memory, code_memory
         self.points_per_turn = points_per_turn
         self.memory_limit = memory_limit
         self.module_limit = module_limit
@@ -584,6 +598,7 @@ class Judge:
                              if self.compiled_cache else None) if p is not None]
         for p in paths:
             if p.exists():
+                self._check_code_size(p.stat().st_size)
                 try:
                     module = wasmtime.Module.deserialize_file(self.engine, str(p))
                 except wasmtime.WasmtimeError:
@@ -593,12 +608,18 @@ class Judge:
                         _write_atomic(other, module.serialize())
                 return module
         code = self.compile_isolated(data)
+        self._check_code_size(len(code))
         for p in paths:
             _write_atomic(p, code)
         try:
             return wasmtime.Module.deserialize(self.engine, code)
         except wasmtime.WasmtimeError as e:  # the child's Engine differs from ours: the judge's bug, not the bot's
             raise RuntimeError(f"the compile process's output does not load in this judge: {clean_message(e)}") from e
+
+    def _check_code_size(self, size: int) -> None:
+        if size > self.code_memory:  # every process that plays the module holds its code once (the match bound)
+            raise BotRejected(f"module's compiled code is {size:,} bytes, over the {self.code_memory:,}-byte limit "
+                              f"(the judge's memory bound a match)")
 
     def compile_isolated(self, data: bytes) -> bytes:
         """wasmtime's serialised code for ``data``, compiled in a child process of this interpreter, on one thread,

@@ -29,6 +29,7 @@ from bot.judge import (
     Judge,
     clean_message,
     cpu_limit_reason,
+    limit_kill,
     match_memory_bound,
     play_judged_game,
     team_memory_reason,
@@ -111,6 +112,14 @@ def test_the_wall_time_backstop_stops_a_turn_the_cpu_limit_would_not(tmp_path):
     assert action == Forfeit(wall_backstop_reason(0.2)) == \
         Forfeit("wasm bot exceeded the 0.2 s wall-time backstop a turn (the host stalled it)")
     assert b.last_points == 10**15
+
+
+def test_a_recorded_limit_kill_is_recognised():
+    assert limit_kill(cpu_limit_reason(10.0)) == "cpu" and limit_kill(cpu_limit_reason(0.2)) == "cpu"
+    assert limit_kill(wall_backstop_reason(100.0)) == "wall"
+    assert limit_kill("wasm bot ran out of points (100,000,000 a turn)") is None
+    assert limit_kill("wasm bot exceeded the 10 s CPU-time limit a turn (the host stalled it)") is None
+    assert limit_kill("wasm bot exceeded the 100 s wall-time backstop a turn") is None
 
 
 def test_the_cpu_limit_is_per_turn(quick_deadline):
@@ -289,9 +298,23 @@ def test_the_largest_match_is_bounded_and_a_bigger_team_bound_is_refused():
     process; two matches at once (a league's two workers) stay under 14 GiB of a 24 GiB host."""
     assert DRAGON_MEMORY_BOUND == 50_673_792 and TEAM_MEMORY_LIMIT == 64 * DRAGON_MEMORY_BOUND == 3_243_122_688
     assert match_memory_bound() <= MATCH_MEMORY_LIMIT == 7 << 30 and 2 * MATCH_MEMORY_LIMIT <= 14 << 30
-    with pytest.raises(ValueError, match=r"^team_memory of 4,294,967,296 bytes: a match of two such teams may need "
-                                         r"9,261,023,232 bytes, over the 7,516,192,768-byte bound a match$"):
+    with pytest.raises(ValueError, match=r"^team_memory of 4,294,967,296 bytes and code_memory of 134,217,728: a "
+                                         r"match may need 9,395,240,960 bytes, over the 7,516,192,768-byte bound a "
+                                         r"match$"):
         Judge(team_memory=4 << 30)
+
+
+def test_compiled_code_over_its_bound_is_refused_at_registration(tmp_path, c_bots):
+    """Every process that plays a module holds its compiled code once: a bound a module (the match bound counts two),
+    checked on fresh code and on code loaded from a build's folder."""
+    wasm = many_functions(SECTION_LIMITS["functions"], body_ops=110)  # about 4 MB of compiled code
+    with pytest.raises(BotRejected, match=r"^module's compiled code is [0-9,]+ bytes, over the 1,048,576-byte limit "
+                                          r"\(the judge's memory bound a match\)$"):
+        Judge(code_memory=1 << 20).load(wasm)
+    b = register(tmp_path, c_bots["random"], name="r")  # its code written beside it by the default judge
+    small = Judge(code_memory=64)
+    with pytest.raises(BotRejected, match="module's compiled code is"):
+        small.load(b.wasm(), b.compiled_path(small))
 
 
 def test_128_dragons_of_two_teams_stay_within_the_match_bound():
