@@ -179,8 +179,8 @@ def cpu_hog(processes: int = 3):
 
 
 def small_limits():
-    """A judge with small limits (0.6 CPU s a turn, 0.25 CPU s to compile) and a chasing dragon, its cycle written."""
-    judge = Judge(points_per_turn=10**15, cpu_limit=0.6, compile_seconds=0.25)
+    """A judge with small limits (0.6 CPU s a turn, 0.15 CPU s to compile) and a chasing dragon, its cycle written."""
+    judge = Judge(points_per_turn=10**15, cpu_limit=0.6, compile_seconds=0.15)
     chase = judge.factory(bot(CHASE))(0, 0, 1)
     chase.act(observation(1))
     write_cycle(chase)
@@ -214,7 +214,7 @@ def test_the_same_hostile_turns_and_compiles_are_decided_alike_under_load():
     assert spun == (Forfeit(cpu_limit_reason(0.6)), None) and spin_points == 10**15
     assert chased[0] == Move(0) and chased[1][0] >= 1024 and chase_points == 13 * CHASE_STEPS + 21
     assert small is True
-    assert large == "compiling the module took over 0.25 s of CPU time (the judge's limit)"
+    assert large == "compiling the module took over 0.15 s of CPU time (the judge's limit)"
 
 
 def test_the_clock_is_priced_so_an_endless_clock_loop_runs_out_of_points():
