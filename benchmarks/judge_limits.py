@@ -3,15 +3,17 @@ what registration costs.
 
     .venv/bin/python benchmarks/judge_limits.py [--skip-deadline] [--dragons 64] [--net PATH.wasm]
 
-Turns: one dragon of each hostile module plays one turn under the default judge (100M points, the 10 s
-deadline); printed: wall time, points, reason. The pointer chase is the slowest honest code we know (a
-random cycle through 48 MiB: every load a cache and TLB miss); the other modules spend their points on host
-work (the clock, failing memory.grow / table.grow, empty memory.fill, table.fill). ``spin`` has unbounded
-points so only the deadline stops it (10 s; --skip-deadline leaves it out).
+Turns: one dragon of each hostile module plays one turn under the default judge (100M points, the 10 s CPU-time
+limit); printed: wall time, CPU time of the judging thread, points, reason. The pointer chase is the slowest
+honest code we know (a random cycle through 48 MiB: every load a cache and TLB miss); the other modules spend
+their points on host work (the clock, failing memory.grow / table.grow, empty memory.fill, table.fill).
+``spin`` has unbounded points so only the CPU limit stops it (10 CPU s; --skip-deadline leaves it out).
+``--chase N`` plays only the pointer chase, N turns (the CPU limit's derivation, bot/abi.py TURN_CPU_LIMIT).
 
 Memory: ``--dragons`` dragons of the worst module the limits allow (10,000 functions, all in its 10,000-element
 table, 1,000 globals) each grow memory to 48 MiB, write all of it and fill the table; the growth of the
-process's resident memory is compared with ``worst_case_resident``.
+process's resident memory is compared with ``worst_case_resident``; past 64 dragons they form two teams (each its
+match's ``TeamMemory``), so ``--dragons 128 --memory-only`` measures the largest legal match.
 
 Registration: refusing a 4 MB module of a million empty functions; compiling (child process) 10,000
 functions; the placeholder network module if ``--net`` names its .wasm (benchmarks/bot_judge.py builds one).
@@ -30,7 +32,14 @@ import numpy as np
 from wasmtime import wat2wasm
 
 from bot.abi import MEMORY_LIMIT, SECTION_LIMITS, TABLE_LIMIT, uleb128
-from bot.judge import TABLE_ELEMENT_BYTES, BotRejected, Judge, worst_case_resident
+from bot.judge import (
+    MATCH_MEMORY_LIMIT,
+    TABLE_ELEMENT_BYTES,
+    TEAM_MEMORY_LIMIT,
+    BotRejected,
+    Judge,
+    worst_case_resident,
+)
 from games.loong import Game, generate_map, observe
 
 CLOCK = '(import "loong" "points_left" (func $clock (result i64)))'
@@ -66,14 +75,15 @@ def observation(round_: int = 1):
     return dataclasses.replace(observe(game, 0), round=round_)
 
 
-def one_turn(judge: Judge, wasm: bytes, prepare=None) -> tuple[float, int, str]:
+def one_turn(judge: Judge, wasm: bytes, prepare=None) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds of this thread, points, reason) of one turn (the judge runs it on this thread)."""
     b = judge.factory(wasm)(0, 0, 1)
     if prepare is not None:
         b.act(observation(1))
         prepare(b)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.thread_time()
     action, _ = b.act(observation(2))
-    return time.perf_counter() - t, b.last_points, getattr(action, "reason", str(action))
+    return time.perf_counter() - t, time.thread_time() - c, b.last_points, getattr(action, "reason", str(action))
 
 
 def write_cycle(b) -> None:
@@ -89,16 +99,19 @@ def write_cycle(b) -> None:
 
 def turns(args: argparse.Namespace) -> None:
     judge = Judge()
-    print(f"one turn each, default judge ({judge.points_per_turn:,} points, {judge.wall_limit:g} s deadline, "
+    print(f"one turn each, default judge ({judge.points_per_turn:,} points, {judge.cpu_limit:g} CPU s a turn, "
           f"clock {judge.clock_price} points a call):")
-    rows = [(name, *one_turn(judge, wasm)) for name, wasm in HOSTILE.items()]
-    rows.append(("pointer chase, 48 MiB (honest)", *one_turn(judge, CHASE, write_cycle)))
-    if not args.skip_deadline:
+    rows = [] if args.chase else [(name, *one_turn(judge, wasm)) for name, wasm in HOSTILE.items()]
+    rows += [("pointer chase, 48 MiB (honest)", *one_turn(judge, CHASE, write_cycle))
+             for _ in range(args.chase or 1)]
+    if not args.skip_deadline and not args.chase:
         unbounded = Judge(points_per_turn=10**15)
         rows.append(("spin, unbounded points", *one_turn(unbounded, bot("(loop (br 0)) i32.const 0"))))
-    for name, wall, points, reason in rows:
-        print(f"  {name:<32} {wall:7.3f} s  {points:>17,} points  {reason}")
-    print(f"  worst: {max(r[1] for r in rows):.3f} s")
+    for name, wall, cpu, points, reason in rows:
+        print(f"  {name:<32} {wall:7.3f} s wall {cpu:7.3f} s CPU {points:>17,} points  {reason}")
+    print(f"  worst: {max(r[1] for r in rows):.3f} s wall, {max(r[2] for r in rows):.3f} s CPU")
+    if args.chase:
+        return
     for name, wat in [("exceptions", "(module (tag $t) (func (throw $t)))"),
                       ("GC", "(module (type (struct)) (func (drop (struct.new 0))))")]:
         try:
@@ -133,8 +146,9 @@ def memory(args: argparse.Namespace) -> None:
     f = judge.factory(wasm)
     print(f"\nmemory: worst allowed module ({len(wasm):,} bytes, registered in {time.perf_counter() - t:.2f} s)")
     obs = observation()
+    teams = [f.for_match(), f.for_match()] if args.dragons > 64 else [f.for_match()]  # two teams past 64 dragons
     before = resident()
-    dragons = [f(i, 0, i) for i in range(args.dragons)]
+    dragons = [teams[i % len(teams)](i, i % len(teams), i) for i in range(args.dragons)]
     t = time.perf_counter()
     for d in dragons:
         d.act(obs)
@@ -142,9 +156,13 @@ def memory(args: argparse.Namespace) -> None:
     bound = worst_case_resident(args.dragons)
     per = grown / args.dragons
     overhead = per - MEMORY_LIMIT - TABLE_LIMIT * TABLE_ELEMENT_BYTES
-    print(f"  {args.dragons} dragons at 48 MiB each: resident +{grown / 2**20:,.1f} MiB "
+    held = [tm.memory.held[i] for i, tm in enumerate(teams)]
+    print(f"  {args.dragons} dragons at 48 MiB each ({len(teams)} team(s)): resident +{grown / 2**20:,.1f} MiB "
           f"({per / 2**20:.2f} MiB a dragon, {overhead / 1024:,.0f} KiB beyond memory and table), "
           f"bound {bound / 2**20:,.1f} MiB; first turns {time.perf_counter() - t:.2f} s")
+    print(f"  teams' ledgers: {', '.join(f'{h / 2**20:,.1f} MiB' for h in held)} (bound a team "
+          f"{TEAM_MEMORY_LIMIT / 2**20:,.1f} MiB); process resident now {resident() / 2**20:,.1f} MiB "
+          f"(bound a match's process {MATCH_MEMORY_LIMIT / 2**20:,.0f} MiB)")
     del dragons
 
 
@@ -179,11 +197,19 @@ def compile_costs(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--skip-deadline", action="store_true", help="leave out the 10 s spin (default: run it)")
-    p.add_argument("--dragons", type=int, default=64, help="dragons for the memory figure (default 64)")
+    p.add_argument("--skip-deadline", action="store_true", help="leave out the 10 CPU s spin (default: run it)")
+    p.add_argument("--memory-only", action="store_true", help="only the memory figure")
+    p.add_argument("--chase", type=int, default=0, help="only N turns of the pointer chase (default: every module)")
+    p.add_argument("--dragons", type=int, default=64,
+                   help="dragons for the memory figure (default 64; over 64: two teams, 128 is the largest match)")
     p.add_argument("--net", help="a network .wasm to time in the compile process (default: none)")
     args = p.parse_args()
+    if args.memory_only:
+        memory(args)
+        return
     turns(args)
+    if args.chase:
+        return
     memory(args)
     compile_costs(args)
 

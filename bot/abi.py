@@ -17,9 +17,22 @@ MEMORY_LIMIT = 48 * 1024 * 1024  # bytes of linear memory an instance may ever h
 MODULE_LIMIT = 4 * 1024 * 1024  # bytes of one .wasm
 PAGE = 65536
 TABLE_LIMIT = 10_000  # elements of the one table (funcref, 8 bytes each in wasmtime): 80 KB a dragon
-WALL_LIMIT = 10.0  # seconds of wall time a turn (instantiation and init included): a safety net, not a meter
+# CPU seconds of the judging thread a turn may use (instantiation and init included), whatever the host's load.
+# Derivation: the slowest honest code we know is a pointer chase through a random cycle of 48 MiB (every load a
+# cache and TLB miss; `benchmarks/judge_limits.py --chase 3`); its 100,000,000 points took 2.78-3.11 CPU s here
+# (2 cores, quiet to a load average of 4.6; its wall time meanwhile 2.9-6.4 s). 3x the worst, rounded up to whole
+# seconds: 10 CPU s, a margin for a host whose memory is up to 3x slower. Ordinary code runs 100M points in ~0.1 s.
+TURN_CPU_LIMIT = 10.0
+# wall seconds a turn, a safety net only (against a host that stalls the judging thread; never a meter): 10x the
+# CPU limit, so a turn meets it before its CPU limit only when its thread gets under 10% of a core
+TURN_WALL_BACKSTOP = 100.0
 CLOCK_PRICE = 100  # points one call of the clock import costs (its host callback is ~1.5 us, not one operator)
-COMPILE_SECONDS = 30.0  # wall time one registration may spend compiling (a child process, one thread)
+# CPU seconds the compile process may spend compiling one module (a child process, one compiler thread).
+# Derivation: the largest honest module measured, a 1,595,497-byte int8 network (docs/loong-network-code.md,
+# v1t4c32), compiles in 1.8-1.9 s, 1.2 us a byte; a module at the 4 MiB size limit at that rate: 5.0 s; 3x that:
+# 15 CPU s. (Hostile: 9,993 functions of 50,000 locals each, 80 KB, need 23 s and are refused.)
+COMPILE_CPU_LIMIT = 15.0
+COMPILE_WALL_BACKSTOP = 300.0  # wall seconds the compile process may live: a safety net only (20x the CPU limit)
 COMPILE_MEMORY = 1 << 30  # bytes of address space that compile process may map
 # most entries a module may declare in each section (wasmtime spends per entry at compile or instantiation)
 SECTION_LIMITS = {"types": 10_000, "functions": 10_000, "globals": 1_000, "element segments": 1_000,

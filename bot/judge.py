@@ -5,29 +5,31 @@
     match = play_judged_game(game_map, factory, random_bot, seed=7)   # play_game + points per turn
 
 Each dragon gets its own Store and instance for its whole life (memory persists between its turns
-and is shared with no one), created at its first turn. A turn: fuel := 100,000,000 and a wall-time
-deadline of 10 s (epoch interruption); (first turn only: instantiate, ``init(seed_lo, seed_hi)``);
+and is shared with no one), created at its first turn. A turn: fuel := 100,000,000 and a limit of 10 s of the
+judging thread's CPU time (checked every 10 ms through epoch interruption; a 100 s wall-time backstop as a safety
+net); (first turn only: instantiate, ``init(seed_lo, seed_hi)``);
 ``ptr = obs_buffer(len)``; the observation bytes are written at ptr; ``reply = act(len)``; 40 reply bytes
 are read and parsed. Points used = 100,000,000 minus the fuel left. A trap, running out of fuel, the
-deadline, a failed instantiation, a pointer out of bounds or a malformed reply returns ``Forfeit(reason)``:
+CPU limit, a failed instantiation, a pointer out of bounds or a malformed reply returns ``Forfeit(reason)``:
 that dragon dies, the match goes on.
 
 Registration (``Judge.load``) refuses, with a one-line reason, what the judge would not run: not a core
 WebAssembly binary, over the size, section or table limits, features the judge does not enable, imports
 other than the clock, exports the ABI does not define, a module that cannot be instantiated under the
-limits; it compiles in a child process bounded in time and memory (a million empty functions would
+limits; it compiles in a child process bounded in CPU time and memory (a million empty functions would
 take a minute and 6 GB). The ABI: docs/bot-abi.md, bot/abi.py.
 """
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,8 +46,9 @@ from wasmtime import _ffi as ffi
 
 from bot.abi import (
     CLOCK_PRICE,
+    COMPILE_CPU_LIMIT,
     COMPILE_MEMORY,
-    COMPILE_SECONDS,
+    COMPILE_WALL_BACKSTOP,
     EXPORT_TYPES,
     IMPORT_MODULE,
     IMPORT_NAME,
@@ -57,7 +60,8 @@ from bot.abi import (
     SECTION_LIMITS,
     TABLE_LIMIT,
     TOOLCHAIN_EXPORTS,
-    WALL_LIMIT,
+    TURN_CPU_LIMIT,
+    TURN_WALL_BACKSTOP,
     WASM_MAGIC,
     WASM_VERSION,
     ReplyError,
@@ -65,14 +69,14 @@ from bot.abi import (
     parse_reply,
     read_sections,
 )
-from games.loong.actions import Action, Forfeit, Sonar
+from games.loong.actions import MAX_TEAM, Action, Forfeit, Sonar
 from games.loong.bots import BotFactory, MatchResult, play_game
 from games.loong.engine import MAX_ROUNDS
 from games.loong.maps import LoongMap
 from games.loong.observation import Observation, encode
 
 MASK32 = 0xFFFFFFFF
-EPOCH_TICK = 0.01  # seconds between epoch increments: the deadline's resolution
+EPOCH_TICK = 0.01  # seconds between epoch increments: how often a running turn checks its CPU time
 TABLE_ELEMENT_BYTES = 8  # wasmtime's funcref table element
 INSTANCE_OVERHEAD = 256 << 10  # bytes a dragon may cost beyond memory and table (Store, instance, Python); ~17 KiB
 # measured for the worst module the limits allow (benchmarks/judge_limits.py)
@@ -128,7 +132,8 @@ def make_engine(memory_limit: int = MEMORY_LIMIT, regalloc: str = "single_pass",
 
 
 class _Ticker:
-    """One daemon thread advancing the epoch of every live Judge's Engine each EPOCH_TICK (the deadline's clock).
+    """One daemon thread advancing the epoch of every live Judge's Engine each EPOCH_TICK: at each tick a running
+    turn's store calls ``_on_epoch`` on the turn's own thread, which reads that thread's CPU clock.
 
     It stops when no judge is left and is restarted by the next one (and in a forked child, at its next turn)."""
 
@@ -169,6 +174,52 @@ class _Ticker:
 _TICKER = _Ticker()
 os.register_at_fork(after_in_child=_TICKER.after_fork)
 _NO_FINALIZER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(0)
+
+
+def cpu_limit_reason(seconds: float) -> str:
+    """The kill reason of a turn past its CPU limit (fixed words and the judge's number)."""
+    return f"wasm bot exceeded the {seconds:g} s CPU-time limit a turn"
+
+
+def wall_backstop_reason(seconds: float) -> str:
+    """The kill reason of a turn past the wall-time backstop: the host stalled it (a safety net, not a meter)."""
+    return f"wasm bot exceeded the {seconds:g} s wall-time backstop a turn (the host stalled it)"
+
+
+def limit_kill(reason: str) -> str | None:
+    """"cpu" or "wall" when a recorded reason is a time-limit kill (``cpu_limit_reason`` / ``wall_backstop_reason``),
+    else None. A re-simulation reproduces a CPU-limit kill (the limit is 3x the slowest honest turn); a backstop kill
+    depends on the host that recorded it, so a verifier can name it as a check it could not repeat."""
+    m = re.fullmatch(r"wasm bot exceeded the [0-9.e+]+ s (CPU-time limit|wall-time backstop) a turn"
+                     r"( \(the host stalled it\))?", reason)
+    if m is None or (m[1] == "wall-time backstop") != bool(m[2]):
+        return None
+    return "cpu" if m[1] == "CPU-time limit" else "wall"
+
+
+# The turn running on this thread: (CPU clock at its start, wall clock at its start, CPU limit, wall backstop),
+# and which limit it went over ("cpu", "wall" or None). Set by WasmBot.act, read by _on_epoch on the same thread.
+_TURN = threading.local()
+_UPDATE_CONTINUE = 0  # WASMTIME_UPDATE_DEADLINE_CONTINUE
+_OVER_LIMIT = ctypes.create_string_buffer(b"the judge's turn limit")  # the error text never reaches a reason
+
+
+@ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.POINTER(ffi.wasmtime_context_t), ctypes.c_void_p,
+                  ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ffi.wasmtime_update_deadline_kind_t))
+def _on_epoch(ctx, data, delta, kind) -> int:
+    """A store's epoch deadline came (every tick while a turn runs): on the running thread, compare the turn's CPU
+    time with its limit. Over it: fail the call (WasmBot.act reads ``_TURN.over``); else continue one tick more."""
+    limits = getattr(_TURN, "limits", None)
+    if limits is not None:
+        cpu0, wall0, cpu_limit, backstop = limits
+        over = "cpu" if time.thread_time() - cpu0 >= cpu_limit else \
+            "wall" if time.monotonic() - wall0 >= backstop else None
+        if over is not None:
+            _TURN.over = over
+            return ctypes.cast(ffi.wasmtime_error_new(_OVER_LIMIT), ctypes.c_void_p).value
+    delta[0] = 1
+    kind[0] = _UPDATE_CONTINUE
+    return 0
 
 
 def _fuel_left(ctx) -> int:
@@ -329,14 +380,19 @@ class LoadedModule:
     sections: Sections | None = None
 
 
-# The compile process: bytes in, wasmtime's serialised code out, under an address-space limit; one thread,
-# so the limits mean the same on every host. Only wasmtime is imported (about 50 ms to start).
+# The compile process: bytes in, wasmtime's serialised code out, under an address-space limit and a CPU-time
+# limit; one thread, so the limits mean the same on every host. Only wasmtime is imported (about 50 ms to start).
+# The CPU time counted is the process's (every thread) from just before compiling: a watcher thread checks it every
+# 10 ms and exits with status 4 past the limit, and it is checked once more after compiling, so the decision is
+# "CPU used > limit" and not the watcher's timing; the kernel's RLIMIT_CPU (whole seconds) is a backstop 2 s later.
 _COMPILE_CHILD = """
-import json, resource, sys
+import json, os, resource, sys, threading, time
 a = json.loads(sys.argv[1])
-soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-limit = a["memory"] if hard == resource.RLIM_INFINITY else min(hard, a["memory"])
-resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+def cap(kind, value):
+    soft, hard = resource.getrlimit(kind)
+    resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(hard, value), hard))
+cap(resource.RLIMIT_AS, a["memory"])
+cap(resource.RLIMIT_CORE, 0)
 import wasmtime
 cfg = wasmtime.Config()
 for k, v in a["config"]:
@@ -347,11 +403,21 @@ cfg.parallel_compilation = False
 engine = wasmtime.Engine(cfg)
 with open(a["wasm"], "rb") as f:
     data = f.read()
+start = time.process_time()
+cap(resource.RLIMIT_CPU, int(start + a["cpu"]) + 2)
+def watch():
+    while True:
+        time.sleep(0.01)
+        if time.process_time() - start > a["cpu"]:
+            os._exit(4)
+threading.Thread(target=watch, daemon=True).start()
 try:
     code = wasmtime.Module(engine, data).serialize()
 except wasmtime.WasmtimeError as e:
     sys.stderr.write(str(e))
     sys.exit(3)
+if time.process_time() - start > a["cpu"]:
+    sys.exit(4)
 with open(a["out"], "wb") as f:
     f.write(code)
 """
@@ -371,29 +437,67 @@ def worst_case_resident(dragons: int = 64, memory_limit: int = MEMORY_LIMIT, tab
     return dragons * (memory_limit + table_limit * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD)
 
 
+# Host memory a match (issue 39 item 3; docs/bot-abi.md, "Host memory a match"), in bytes.
+DRAGON_MEMORY_BOUND = worst_case_resident(1)  # 48 MiB + 80,000 + 256 KiB = 50,673,792: one instance at every limit
+# a team's live instances in one match: the rules' 64 living dragons (games.loong.actions.MAX_TEAM), each at its
+# bound: 3,243,122,688 bytes (3,092.9 MiB). A dead dragon's instance is freed when it dies (play_game drops its
+# bot), so a team never holds more than 64; the judge counts each team's instances every turn and kills the
+# dragon whose turn takes its team over the bound (a judge may be given a smaller one).
+TEAM_MEMORY_LIMIT = MAX_TEAM * DRAGON_MEMORY_BOUND
+# a module's compiled code, refused at registration past it: 3x a 4 MiB network module's at the measured 10x (the
+# 1 MB placeholder network compiles to 10 MB; modules of plain loads, stores or constants to 1.1-1.3x their size)
+CODE_MEMORY_LIMIT = 128 << 20
+PROCESS_BASELINE = 512 << 20  # the match's process without dragons: Python, numpy, wasmtime, torch (272 MiB measured)
+# one match's process: two teams at their bound, two modules' code, the baseline (6,953.8 MiB), rounded up to 7 GiB;
+# a league of two matches at once (two workers): 14 GiB, which leaves 10 GiB of a 24 GiB host to everything else
+MATCH_MEMORY_LIMIT = 7 << 30
+
+
+def match_memory_bound(team_memory: int = TEAM_MEMORY_LIMIT, code_memory: int = CODE_MEMORY_LIMIT) -> int:
+    """Bytes one match's process may hold when each team may hold ``team_memory`` bytes of instances and each of
+    the two modules ``code_memory`` bytes of compiled code."""
+    return 2 * team_memory + 2 * code_memory + PROCESS_BASELINE
+
+
+def team_memory_reason(limit: int) -> str:
+    """The kill reason of the dragon whose turn takes its team's instances over the judge's bound a team."""
+    return f"wasm bot's team holds over {limit:,} bytes of instances (the judge's memory bound a team)"
+
+
 class Judge:
     """One wasmtime Engine and Linker for all bots, and a cache of compiled modules by sha256."""
 
     def __init__(self, points_per_turn: int = POINTS_PER_TURN, memory_limit: int = MEMORY_LIMIT,
                  module_limit: int = MODULE_LIMIT, regalloc: str = "single_pass",
                  compiled_cache: Path | None = None, *, table_limit: int = TABLE_LIMIT,
-                 wall_limit: float = WALL_LIMIT, clock_price: int = CLOCK_PRICE,
-                 compile_seconds: float = COMPILE_SECONDS, compile_memory: int = COMPILE_MEMORY) -> None:
+                 cpu_limit: float = TURN_CPU_LIMIT, wall_backstop: float = TURN_WALL_BACKSTOP,
+                 clock_price: int = CLOCK_PRICE, compile_seconds: float = COMPILE_CPU_LIMIT,
+                 compile_memory: int = COMPILE_MEMORY, compile_wall_backstop: float = COMPILE_WALL_BACKSTOP,
+                 team_memory: int = TEAM_MEMORY_LIMIT, code_memory: int = CODE_MEMORY_LIMIT) -> None:
         """``compiled_cache``: a folder for wasmtime's compiled code (``<sha256>-<engine tag>.cwasm``), so a
         large module (the network bots: seconds of Cranelift) is compiled once per machine, not per process.
         Only point it at a folder this project alone writes: compiled code is trusted when loaded.
-        ``wall_limit``: seconds a turn (the epoch deadline); ``clock_price``: points a call of the clock costs;
-        ``compile_seconds`` / ``compile_memory``: the compile process's wall time and address space."""
+        ``cpu_limit``: CPU seconds of the judging thread a turn; ``wall_backstop``: wall seconds a turn, a safety net
+        against a stalled host; ``clock_price``: points a call of the clock costs; ``compile_seconds`` /
+        ``compile_memory``: the compile process's CPU time and address space; ``compile_wall_backstop``: its wall
+        time, a safety net; ``team_memory``: bytes of instances a team may hold in one match; ``code_memory``: bytes
+        of compiled code a module may have (a judge whose match could pass ``MATCH_MEMORY_LIMIT`` is refused)."""
+        bound = match_memory_bound(team_memory, code_memory)
+        if bound > MATCH_MEMORY_LIMIT:
+            raise ValueError(f"team_memory of {team_memory:,} bytes and code_memory of {code_memory:,}: a match may "
+                             f"need {bound:,} bytes, over the {MATCH_MEMORY_LIMIT:,}-byte bound a match")
+        self.team_memory, self.code_memory = team_memory, code_memory
         self.points_per_turn = points_per_turn
         self.memory_limit = memory_limit
         self.module_limit = module_limit
         self.table_limit = table_limit
-        self.wall_limit = wall_limit
-        # +1: the current tick is partly gone when a turn starts, so a turn gets wall_limit .. wall_limit + one tick
-        self.deadline_ticks = math.ceil(wall_limit / EPOCH_TICK - 1e-9) + 1
+        self.cpu_limit = cpu_limit
+        self.wall_backstop = wall_backstop
+        self.deadline_ticks = 1  # every tick, the running turn compares its CPU time with the limit (_on_epoch)
         self.clock_price = clock_price
         self.compile_seconds = compile_seconds
         self.compile_memory = compile_memory
+        self.compile_wall_backstop = compile_wall_backstop
         self.settings = engine_settings(memory_limit, regalloc, epoch_interruption=True)
         self.engine = wasmtime.Engine(_config(self.settings))
         self.compiled_cache = Path(compiled_cache) if compiled_cache else None
@@ -413,11 +517,13 @@ class Judge:
         _TICKER.add(self)
 
     def new_store(self) -> wasmtime.Store:
-        """A Store under the judge's limits, with a turn's fuel and the wall-time deadline set."""
+        """A Store under the judge's limits, with a turn's fuel set and the CPU-limit check at every epoch tick
+        (it acts only while ``WasmBot.act`` runs a turn on the calling thread)."""
         store = wasmtime.Store(self.engine)
         store.set_limits(memory_size=self.memory_limit, table_elements=self.table_limit, instances=1, tables=1,
                          memories=1)
         store.set_fuel(self.points_per_turn)
+        raw._wasmtime_store_epoch_deadline_callback(store.ptr(), _on_epoch, None, _NO_FINALIZER)
         store.set_epoch_deadline(self.deadline_ticks)
         return store
 
@@ -492,6 +598,7 @@ class Judge:
                              if self.compiled_cache else None) if p is not None]
         for p in paths:
             if p.exists():
+                self._check_code_size(p.stat().st_size)
                 try:
                     module = wasmtime.Module.deserialize_file(self.engine, str(p))
                 except wasmtime.WasmtimeError:
@@ -501,6 +608,7 @@ class Judge:
                         _write_atomic(other, module.serialize())
                 return module
         code = self.compile_isolated(data)
+        self._check_code_size(len(code))
         for p in paths:
             _write_atomic(p, code)
         try:
@@ -508,20 +616,30 @@ class Judge:
         except wasmtime.WasmtimeError as e:  # the child's Engine differs from ours: the judge's bug, not the bot's
             raise RuntimeError(f"the compile process's output does not load in this judge: {clean_message(e)}") from e
 
+    def _check_code_size(self, size: int) -> None:
+        if size > self.code_memory:  # every process that plays the module holds its code once (the match bound)
+            raise BotRejected(f"module's compiled code is {size:,} bytes, over the {self.code_memory:,}-byte limit "
+                              f"(the judge's memory bound a match)")
+
     def compile_isolated(self, data: bytes) -> bytes:
         """wasmtime's serialised code for ``data``, compiled in a child process of this interpreter, on one thread,
-        within ``compile_seconds`` of wall time and ``compile_memory`` bytes of address space (else BotRejected)."""
+        within ``compile_seconds`` of the child's CPU time and ``compile_memory`` bytes of address space (else
+        BotRejected); ``compile_wall_backstop`` seconds of wall time are a safety net against a stalled host."""
         with tempfile.TemporaryDirectory(prefix="arena-compile-") as tmp:
             src, out = Path(tmp) / "module.wasm", Path(tmp) / "module.cwasm"
             src.write_bytes(data)
-            args = {"wasm": str(src), "out": str(out), "memory": self.compile_memory, **self.settings}
+            args = {"wasm": str(src), "out": str(out), "memory": self.compile_memory, "cpu": self.compile_seconds,
+                    **self.settings}
             try:
                 r = subprocess.run([sys.executable, "-I", "-c", _COMPILE_CHILD, json.dumps(args)],
-                                   capture_output=True, text=True, timeout=self.compile_seconds)
+                                   capture_output=True, text=True, timeout=self.compile_wall_backstop)
             except subprocess.TimeoutExpired:
-                raise BotRejected(f"compiling the module took over {self.compile_seconds:g} s "
-                                  f"(the judge's limit)") from None
+                raise BotRejected(f"compiling the module took over {self.compile_wall_backstop:g} s of wall time "
+                                  f"(the judge's safety net against a stalled host; try again)") from None
             err = (r.stderr or "").replace(str(src), "module.wasm").replace(tmp, "")  # no host paths in a refusal
+            if r.returncode in (4, -signal.SIGXCPU):
+                raise BotRejected(f"compiling the module took over {self.compile_seconds:g} s of CPU time "
+                                  f"(the judge's limit)")
             if r.returncode != 0:
                 if "memory allocation" in err or "MemoryError" in err or "Cannot allocate memory" in err:
                     raise BotRejected(f"compiling the module needed over {self.compile_memory >> 20:,} MiB "
@@ -550,14 +668,29 @@ def default_judge() -> Judge:
     return _DEFAULT
 
 
+class TeamMemory:
+    """One match's ledger: the bytes each team's live instances hold (each instance counted at its linear memory's
+    size, its table at the limit and ``INSTANCE_OVERHEAD``), against the judge's bound a team."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = {0: 0, 1: 0}
+
+
 class WasmBotFactory:
     """Creates one ``WasmBot`` per dragon; ``points[(round, dragon_id)]`` records every turn's points used
-    since the last ``reset()`` (``play_judged_game`` resets it before each match)."""
+    since the last ``reset()`` (``play_judged_game`` resets it before each match).
+
+    ``for_match()``: the view ``games.loong.bots.play_game`` asks for at the start of each game: the same module,
+    ledger of points and name, plus that match's ``TeamMemory`` (the judge's memory bound a team). The factory itself
+    keeps no such ledger (runners that play many games at once with one factory, the batched simulator, are not
+    bounded per match)."""
 
     def __init__(self, judge: Judge, loaded: LoadedModule, name: str) -> None:
         self.judge, self.loaded, self.name = judge, loaded, name
         self.points: dict[tuple[int, int], int] = {}
         self.teams: dict[int, int] = {}  # dragon id -> team, of the dragons this factory made
+        self.memory: TeamMemory | None = None
 
     @property
     def build_id(self) -> str:
@@ -567,11 +700,17 @@ class WasmBotFactory:
         return self.loaded.sha256[:ID_DIGITS]
 
     def reset(self) -> None:
-        self.points, self.teams = {}, {}
+        self.points.clear()
+        self.teams.clear()
+
+    def for_match(self) -> WasmBotFactory:
+        view = copy.copy(self)  # shares points and teams
+        view.memory = TeamMemory(self.judge.team_memory)
+        return view
 
     def __call__(self, dragon_id: int, team: int, seed: int) -> WasmBot:
         self.teams[dragon_id] = team
-        return WasmBot(self, dragon_id, seed)
+        return WasmBot(self, dragon_id, seed, team)
 
 
 class _Call:
@@ -599,15 +738,26 @@ class _Call:
 class WasmBot:
     """One dragon's program: its own Store and instance, created at its first turn."""
 
-    def __init__(self, factory: WasmBotFactory, dragon_id: int, seed: int) -> None:
-        self.factory, self.dragon_id, self.seed = factory, dragon_id, seed
+    def __init__(self, factory: WasmBotFactory, dragon_id: int, seed: int, team: int = 0) -> None:
+        self.factory, self.dragon_id, self.seed, self.team = factory, dragon_id, seed, team
         self.store: wasmtime.Store | None = None
         self.dead: str | None = None
         self.turn_points: list[int] = []
         self.last_points = 0
+        self.charge = 0  # bytes this dragon's instance counts in its match's TeamMemory
+
+    def _charge(self, nbytes: int) -> None:
+        memory = self.factory.memory
+        if memory is not None:
+            memory.held[self.team] += nbytes - self.charge
+        self.charge = nbytes
+
+    def __del__(self) -> None:  # a dead dragon's bot dropped by the runner: its instance is freed
+        if self.charge:
+            self._charge(0)
 
     def _start(self) -> None:
-        store = self.factory.judge.new_store()  # fuel and the deadline cover instantiation and init too
+        store = self.factory.judge.new_store()  # fuel and the CPU limit cover instantiation and init too
         self.store, self._ctx = store, store._context()
         instance = self.factory.loaded.pre.instantiate(store)
         ex = instance.exports(store)
@@ -635,29 +785,41 @@ class WasmBot:
         judge = self.factory.judge
         points = judge.points_per_turn
         reason, whole = None, False
-        if _TICKER.thread is None:  # a forked child, or every judge had gone: restart the deadline's clock
+        if _TICKER.thread is None:  # a forked child, or every judge had gone: restart the limit's clock
             _TICKER.add(judge)
+        _TURN.over = None
+        _TURN.limits = (time.thread_time(), time.monotonic(), judge.cpu_limit, judge.wall_backstop)
         try:
             action, sonar = self._turn(obs, points)
         except wasmtime.Trap as e:
             if e.trap_code == wasmtime.TrapCode.OUT_OF_FUEL:
                 reason = f"wasm bot ran out of points ({points:,} a turn)"
-            elif e.trap_code == wasmtime.TrapCode.INTERRUPT:
-                reason, whole = f"wasm bot exceeded the {judge.wall_limit:g} s wall-time limit a turn", True
             else:
                 reason = f"wasm bot trapped: {trap_reason(e)}"
         except ReplyError as e:  # the judge's own words and numbers
             reason = f"wasm bot: {e}"
         except wasmtime.WasmtimeError:  # e.g. instantiation over the memory limit; its text may quote the module
             reason = "wasm bot failed: its instance could not be created or run within the judge's limits"
-        # past the deadline the fuel left depends on the host's speed: record the whole allowance instead
+        finally:
+            _TURN.limits = None
+        if _TURN.over is not None:  # _on_epoch failed the call: a limit, whatever error wasmtime wrapped it in
+            whole = True
+            reason = cpu_limit_reason(judge.cpu_limit) if _TURN.over == "cpu" else \
+                wall_backstop_reason(judge.wall_backstop)
+        # past a time limit the fuel left depends on the host's speed: record the whole allowance instead
         used = points if whole else (points - _fuel_left(self._ctx) if self.store is not None else 0)
         self.last_points = used
         self.turn_points.append(used)
         self.factory.points[(obs.round, obs.dragon_id)] = used
+        memory = self.factory.memory
+        if reason is None and memory is not None:  # the instance's size after its turn, against its team's bound
+            self._charge(self._view()[1] + judge.table_limit * TABLE_ELEMENT_BYTES + INSTANCE_OVERHEAD)
+            if memory.held[self.team] > memory.limit:
+                reason = team_memory_reason(memory.limit)
         if reason is not None:
             self.dead = reason
             self.store = self._ctx = self._memory = self._mem_ref = None  # frees the instance and its memory
+            self._charge(0)
             return Forfeit(reason), None
         return action, sonar
 

@@ -192,9 +192,13 @@ def play_game(
     max_rounds: int = MAX_ROUNDS,
     record: bool = True,
 ) -> MatchResult:
-    """Play one game: team 0's dragons use ``bots_team0``, team 1's ``bots_team1``."""
+    """Play one game: team 0's dragons use ``bots_team0``, team 1's ``bots_team1``.
+
+    A factory with ``for_match()`` (the wasm judge's: its memory bound a team is per match) plays through the view
+    it returns for this game. A dragon's bot is dropped when the dragon dies, so what it holds (a wasm instance and
+    its memory) is freed then, not at the end of the game: a team holds at most its living dragons' bots."""
     game = Game(game_map, seed, max_rounds)
-    factories = (bots_team0, bots_team1)
+    factories = tuple(f.for_match() if hasattr(f, "for_match") else f for f in (bots_team0, bots_team1))
     seats = {i: _Seat(factories[d.team], i, d.team, seed) for i, d in sorted(game.dragons.items())}
     turns: list[TurnRecord] = []
     think = [0.0, 0.0]
@@ -208,6 +212,8 @@ def play_game(
             # metered bots (the wasm judge) report the points their turn used; Python bots use none
             points = getattr(seats[i].bot, "last_points", 0) if seats[i].bot is not None else 0
             outcome = game.turn(i, action, sonar)
+            for dead, _cause in outcome.deaths:
+                seats[dead].bot = None  # a dead dragon never acts again: free its bot now
             if outcome.born is not None:
                 seats[outcome.born] = _Seat(factories[team], outcome.born, team, seed)
             if record:

@@ -74,6 +74,11 @@ class _Timed:
     def __call__(self, dragon_id: int, team: int, seed: int) -> _TimedBot:
         return _TimedBot(self.factory(dragon_id, team, seed), self.sink)
 
+    def for_match(self) -> _Timed:
+        """The wrapped factory's view for one game (``play_game``), timed into the same sink."""
+        inner = self.factory.for_match() if hasattr(self.factory, "for_match") else self.factory
+        return _Timed(inner, self.sink)
+
 
 class _TimedBot:
     def __init__(self, bot, sink: list[float]) -> None:

@@ -268,7 +268,7 @@ def test_operator_costs(judge):
       (func (export "clock") call $pl drop)
       (func (export "call") call $e)
       (func $e))""")
-    store = judge.new_store()  # the judge's limits, fuel and wall-time deadline
+    store = judge.new_store()  # the judge's limits and fuel (the CPU limit acts only inside WasmBot.act)
     ex = judge.linker.instantiate(store, wasmtime.Module(judge.engine, wasm)).exports(store)
 
     def cost(name, *args):
