@@ -28,7 +28,8 @@ enum {
     CORE_TEACHER_DIRS = 64,             // a root sprint's directions at most (the candidate records' CORE_SPRINT_MAX)
     CORE_TEACHER_SPRINT_ENDS = 16,      // sprints listed at most, nearest ends first (a placeholder cap)
     CORE_TEACHER_SPRINT_STEPS = 16,     // the longest sprint listed (a placeholder cap; the rules allow F + L - 1)
-    CORE_TEACHER_ROLLOUT_ROUNDS = 10,   // rounds after the current one (the bot's search: 10; a placeholder)
+    CORE_TEACHER_ROLLOUT_ROUNDS = 10,   // rounds after the current one (3 and 20 measured weaker on 16 tuning games:
+                                        // docs/loong-native-teacher.md)
     CORE_TEACHER_ROLLOUT_MAX = 64,
     CORE_TEACHER_UNITS = 40000,         // the small profile's budget in units (a placeholder: 3x measured no better)
     CORE_TEACHER_NEAR = 8,              // torus distance from the searcher's head beyond which a dragon keeps its
@@ -66,7 +67,9 @@ enum {
                                        // queen still worth more when the enemy's is dead (the default)
     CORE_TEACHER_LEAVES = 2,
     CORE_TEACHER_SMOOTH = 4,           // a queen's starting length (the rules): a placeholder
-    // (a third, 3/4 the rules' round-limit comparison as the leaf stands, measured below smoothed: deleted)
+    // (a third, 3/4 the rules' round-limit comparison as the leaf stands, measured below smoothed: deleted; a
+    // fourth share for territory, the free cells each team's heads reach first, no better at a third more CPU:
+    // deleted; docs/loong-native-teacher.md)
 };
 
 // core_teacher_run's return codes (and core_teacher_check's): which part of the input is wrong.
