@@ -17,22 +17,23 @@ class RoundPhase:
     """Rounds' ends and beginnings and the acting order (mixed into ``gpu.loong_sim.LoongSim``)."""
 
     def _refresh_fire_min(self, idx: torch.Tensor) -> None:
-        """``fire_min`` of lanes ``idx``: the earliest pending fire round (tiles whose round has passed
+        """``fire_min`` of lanes ``idx [n]``: the earliest pending fire round (tiles whose round has passed
         without firing never fire again, like a countdown that went below zero)."""
         sub = self.fire_t.index_select(1, idx)
         pending = sub > self.round.index_select(0, idx)
         self.fire_min.index_copy_(0, idx, torch.where(pending, sub, _NO_ID).min(0).values)  # (amin: 8x slower here)
 
     def _first_after(self, after: torch.Tensor, limit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per lane, the slot of the living dragon with the smallest id in (after, limit), and whether there
-        is one: the next actor of a round (a dragon that died has id -1; one born this round is >= limit)."""
+        """Per lane, the slot of the living dragon with the smallest id in (after, limit) (``after``, ``limit`` [B]),
+        and whether there is one (``[B]`` each): the next actor of a round (a dragon that died has id -1; one born
+        this round is >= limit)."""
         sid = self.sid_t[: self.slot_hi]
         key = torch.where((sid > after) & (sid < limit), sid, _NO_ID)
         first, slot = key.min(0)
         return slot, first < _NO_ID
 
     def _round_boundary(self, ended: torch.Tensor, end: bool = True) -> None:
-        """Lanes in ``ended`` have finished a round (or were just set up): compare after the last round,
+        """Lanes in ``ended`` ([B] bool) have finished a round (or were just set up): compare after the last round,
         record the state (hook), then begin the next round and pick its first actor."""
         self.round_ended = ended
         if not bool(ended.any()):
@@ -52,7 +53,7 @@ class RoundPhase:
         self._begin_round(ended & (self.result == RUNNING))
 
     def _begin_round(self, m: torch.Tensor) -> None:
-        """Lanes in ``m``: round += 1; spawn tiles whose countdown reaches 0 fire (a pearl where the tile is
+        """Lanes in ``m`` ([B] bool): round += 1; spawn tiles whose countdown reaches 0 fire (a pearl where the tile is
         empty) and start over; the round's actors are fixed (the living dragons with ids below ``limit``)
         and the first is picked."""
         self.round += m
@@ -89,7 +90,7 @@ class RoundPhase:
         return out
 
     def _compare(self, idx: torch.Tensor) -> None:
-        """Round-limit comparison for lanes ``idx``."""
+        """Round-limit comparison for lanes ``idx [n]``."""
         if len(idx) == 0:
             return
         s = self.scores()[idx]

@@ -8,14 +8,14 @@ State (one row per lane; S = 128 dragon slots + 1 trash slot; N = W * H cells + 
                            every step (``sid`` is its [B, S+1] view)
     tab [S+1, B, FIELDS]   the slot table (gpu.loong_tables): per slot the team, ring position of the head,
                            length, heading (-1 none), head and tail cells, turns taken, inbox count, the
-                           dragon's seed (the random policies' SplitMix64 stream: dseed + nturn * golden)
-                           and the five echo counters. One gather reads a whole dragon; ``steam``, ``hpos``,
-                           ``slen``, ``shead``, ``headc``, ``tailc``, ``nturn``, ``inbox_n``, ``dseed``
-                           ([B, S+1]) and ``echo`` ([B, S+1, 5]) are views.
+                           dragon's seed (the random policies' SplitMix64 stream: dragon_seed + turns * golden)
+                           and the five echo counters. One gather reads a whole dragon; ``team``,
+                           ``ring_head``, ``length``, ``heading``, ``head_cell``, ``tail_cell``, ``turns``,
+                           ``inbox_count``, ``dragon_seed`` ([B, S+1]) and ``echo`` ([B, S+1, 5]) are views.
 Per-slot state is slot-major ([S+1, B, ...]; ``ring``, ``inbox_v``, ``inbox_d`` are [B, S+1, ...] views):
 lanes use the low slots, so the rows a step touches sit together in memory; a flat slot index is
 ``slot * B + lane``.
-    ring_t [S+1, B, R]     int16 body cells: segment i (0 = head) at position (hpos - i) mod R
+    ring_t [S+1, B, R]     int16 body cells: segment i (0 = head) at position (ring_head - i) mod R
     inbox_vt [S+1, B, IB] (uint64 bits), inbox_dt [S+1, B, IB]
     id_team, id_head [B, IC] team of every id ever used (-1 unused) and the heading of dead ids
     fire_t/period_t/spawn_cell_t [SP, B] the round in which each spawn tile fires next, its period and its
@@ -40,19 +40,19 @@ from games.loong.engine import ECHO_COUNT, MAX_ROUNDS, Game
 from games.loong.maps import LoongMap
 from gpu.loong_sim_codec import DEFAULT_SPRINT_CAP, DRAW, ELIMINATION, ROUND_LIMIT, RUNNING
 from gpu.loong_tables import (
-    DSEED,
+    DRAGON_SEED,
     ECHO,
     FIELDS,
     GOLDEN,
-    HEADC,
-    HPOS,
-    INBOX_N,
-    NTURN,
-    SHEAD,
-    SLEN,
+    HEAD_CELL,
+    HEADING,
+    INBOX_COUNT,
+    LENGTH,
+    RING_HEAD,
     SLOTS,
-    TAILC,
+    TAIL_CELL,
     TEAM,
+    TURNS,
     MapBank,
     mix64,
 )
@@ -77,8 +77,10 @@ class SimState:
 
     sid = property(lambda self: self.sid_t.T, doc="[B, S+1] view of sid_t")
     cd = property(lambda self: (self.fire_t - self.round).T, doc="[B, SP] spawn countdowns (a copy)")
-    steam, hpos, slen, shead = _field(TEAM), _field(HPOS), _field(SLEN), _field(SHEAD)
-    headc, tailc, nturn, inbox_n, dseed = _field(HEADC), _field(TAILC), _field(NTURN), _field(INBOX_N), _field(DSEED)
+    # [B, S+1] views of the slot table's fields (meanings in gpu.loong_tables); ``echo`` is [B, S+1, 5]
+    team, ring_head, length, heading = _field(TEAM), _field(RING_HEAD), _field(LENGTH), _field(HEADING)
+    head_cell, tail_cell, turns = _field(HEAD_CELL), _field(TAIL_CELL), _field(TURNS)
+    inbox_count, dragon_seed = _field(INBOX_COUNT), _field(DRAGON_SEED)
     echo = _field(ECHO, 5)
     pearl = property(lambda self: self.occ == PEARL, doc="[B, N+1] bool: the cells holding a pearl (a copy)")
     ring = property(lambda self: self.ring_t.transpose(0, 1), doc="[B, S+1, R] view of ring_t")
@@ -146,15 +148,15 @@ class SimState:
         self.id_head = torch.full((B, 2 * SLOTS), -1, dtype=torch.int8, device=dev)
         self.overflow = torch.zeros(B, dtype=torch.bool, device=dev)
         self.round_ended = torch.zeros(B, dtype=torch.bool, device=dev)
-        self.trash_fs = S * B + torch.arange(B, device=dev)  # flat index of each lane's trash slot
-        self.bN = torch.arange(B, device=dev) * (N + 1)
+        self.trash_flat = S * B + torch.arange(B, device=dev)  # [B] flat slot index of each lane's trash slot
+        self.occ_base = torch.arange(B, device=dev) * (N + 1)  # [B] flat index of each lane's cell 0 in occ
         self.lanes = torch.arange(B, device=dev)
         self._none = torch.full((B,), -1, **z)
         self._ones = torch.ones(B, **z)
         self._zero_b = torch.zeros(B, **z)
         self._minus_one = torch.full((2 * B,), -1, **z)
-        self._seg = torch.arange(R, **z)[:, None]  # [R, 1] segment indices
-        self._left_behind = torch.where(self._seg % 2 == 0, PEARL, EMPTY)
+        self._segments = torch.arange(R, **z)[:, None]  # [R, 1] segment indices
+        self._left_behind = torch.where(self._segments % 2 == 0, PEARL, EMPTY)  # [R, 1] what a death leaves
         self._check_overflow = False  # set where a step may have flagged ``overflow``
         self.dir_offsets = torch.arange(4, **z)[:, None]  # [4, 1]: side d of a crossing key
         self._empties: dict = {}
@@ -230,8 +232,8 @@ class SimState:
         if self._tmpl is None or self._tmpl[0] != len(self.bank.maps):
             t = self.bank.t
             tab = torch.zeros(len(self.bank.maps), self.S + 1, FIELDS, dtype=torch.int64, device=self.device)
-            for k, name in ((TEAM, "steam"), (HPOS, "hpos"), (SLEN, "slen"), (SHEAD, "shead"),
-                            (HEADC, "headc"), (TAILC, "tailc")):
+            for k, name in ((TEAM, "team"), (RING_HEAD, "ring_head"), (LENGTH, "length"), (HEADING, "heading"),
+                            (HEAD_CELL, "head_cell"), (TAIL_CELL, "tail_cell")):
                 tab[..., k] = t[f"tmpl_{name}"]
             self._tmpl = (len(self.bank.maps), tab)
         return self._tmpl[1]
@@ -272,10 +274,11 @@ class SimState:
         self._start_lanes(idx)
 
     def _seed_slots(self, idx: torch.Tensor) -> None:
-        """Each living slot's dragon seed (rules decision 17) for lanes ``idx``."""
-        self.dseed[idx] = mix64(self.seed[idx][:, None] + (self.sid[idx] + 1) * GOLDEN)
+        """Each living slot's dragon seed (rules decision 17) for lanes ``idx [n]``."""
+        self.dragon_seed[idx] = mix64(self.seed[idx][:, None] + (self.sid[idx] + 1) * GOLDEN)
 
     def _start_lanes(self, idx: torch.Tensor) -> None:
+        """Lanes ``idx [n]``, just reset: no hashes yet; their first round begins."""
         for b in idx.tolist():
             self.hashes[b] = []
         mask = torch.zeros(self.B, dtype=torch.bool, device=self.device)
@@ -336,10 +339,10 @@ class SimState:
         dev = self.device
         row = self.tab[slot, b]
         self.sid_t[slot, b] = d.id
-        row[TEAM], row[SHEAD] = d.team, d.heading
-        row[SLEN], row[HPOS], row[HEADC], row[TAILC] = len(body), len(body) - 1, body[0], body[-1]
+        row[TEAM], row[HEADING] = d.team, d.heading
+        row[LENGTH], row[RING_HEAD], row[HEAD_CELL], row[TAIL_CELL] = len(body), len(body) - 1, body[0], body[-1]
         row[ECHO: ECHO + ECHO_COUNT] = torch.as_tensor(d.echoes, device=dev)
-        row[INBOX_N] = len(d.inbox)
+        row[INBOX_COUNT] = len(d.inbox)
         self.ring_t[slot, b, : len(body)] = torch.as_tensor(body[::-1], dtype=torch.int16, device=dev)
         self.occ[b, torch.as_tensor(body, device=dev)] = slot
         for j, (v, a) in enumerate(d.inbox):
@@ -373,9 +376,9 @@ class SimState:
             self._empties[key] = torch.zeros(shape, dtype=dtype, device=self.device)
         return self._empties[key]
 
-    def rows(self, fs: torch.Tensor) -> torch.Tensor:
-        """``[n, FIELDS]`` slot-table rows of flat slot indices ``fs [n]`` (slot * B + lane)."""
-        return self.tab.view(-1, FIELDS).index_select(0, fs)
+    def rows(self, flat: torch.Tensor) -> torch.Tensor:
+        """``[n, FIELDS]`` slot-table rows of flat slot indices ``flat [n]`` (slot * B + lane)."""
+        return self.tab.view(-1, FIELDS).index_select(0, flat)
 
     def actor_ids(self) -> torch.Tensor:
         """``[B]`` id of each lane's current dragon, -1 where the game is over."""
@@ -385,21 +388,22 @@ class SimState:
         """Flat slot indices (slot * B + lane) of ``slot [B]``, one per lane: rows of ``tab`` and ``ring_t``."""
         return slot * self.B + self.lanes
 
-    def head_of(self, fs: torch.Tensor) -> torch.Tensor:
-        """Head cells of flat slot indices ``fs`` (slot * B + lane), any shape; garbage for free slots."""
-        return gat(self.tab, fs * FIELDS + HEADC)
+    def head_of(self, flat: torch.Tensor) -> torch.Tensor:
+        """Head cells of flat slot indices ``flat`` (slot * B + lane), any shape; garbage for free slots."""
+        return gat(self.tab, flat * FIELDS + HEAD_CELL)
 
-    def tail_of(self, fs: torch.Tensor) -> torch.Tensor:
-        return gat(self.tab, fs * FIELDS + TAILC)
+    def tail_of(self, flat: torch.Tensor) -> torch.Tensor:
+        """Tail cells of flat slot indices ``flat`` (slot * B + lane), any shape; garbage for free slots."""
+        return gat(self.tab, flat * FIELDS + TAIL_CELL)
 
     def scores(self) -> torch.Tensor:
         """``[B, 2, 3]`` per team: queen length (0 if dead), longest living dragon, total living length."""
-        sid, slen, steam = self.sid, self.slen, self.steam
+        sid, length, slot_team = self.sid, self.length, self.team
         alive = sid >= 0
         out = []
         for team in (0, 1):
-            lens = torch.where(alive & (steam == team), slen, 0)
-            queen = torch.where(sid == team, slen, 0).sum(1)
+            lens = torch.where(alive & (slot_team == team), length, 0)
+            queen = torch.where(sid == team, length, 0).sum(1)
             out.append(torch.stack([queen, lens.max(1).values, lens.sum(1)], 1))
         return torch.stack(out, 1)
 
@@ -445,11 +449,11 @@ _FORK_CONFIG = ("device", "W", "H", "N", "S", "F", "R", "IB", "cap", "max_rounds
 
 # Field lists written together (moved to the simulator's device as ``self._cols[name]``).
 _ECHOES = list(range(ECHO, ECHO + ECHO_COUNT))
-_COLS = {"turn": [INBOX_N] + _ECHOES,  # cleared when a dragon's turn begins
-         "death": [SLEN, INBOX_N] + _ECHOES,  # cleared when it dies (and its id -1)
-         "moved": [HPOS, SLEN, SHEAD, HEADC, TAILC],
-         "moved_turn": [HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N] + _ECHOES,
-         "len_tail": [SLEN, TAILC]}
+_COLS = {"turn": [INBOX_COUNT] + _ECHOES,  # cleared when a dragon's turn begins
+         "death": [LENGTH, INBOX_COUNT] + _ECHOES,  # cleared when it dies (and its id -1)
+         "moved": [RING_HEAD, LENGTH, HEADING, HEAD_CELL, TAIL_CELL],
+         "moved_turn": [RING_HEAD, LENGTH, HEADING, HEAD_CELL, TAIL_CELL, TURNS, INBOX_COUNT] + _ECHOES,
+         "len_tail": [LENGTH, TAIL_CELL]}
 
 
 def gat(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
