@@ -220,7 +220,7 @@ KICKSTART = {"test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_s
 
 
 class KickstartAssetConfig(dg.Config):
-    shape: str = Field(default="", description="network shape (gpu/loong_expert_net.SHAPES); empty: the profile's")
+    shape: str = Field(default="", description="network shape (gpu/loong_shapes.SHAPES); empty: the profile's")
     epochs: int | None = Field(default=None, description="float epochs; None: the profile's")
     quantised_epochs: int | None = Field(default=None, description="fake-quantised epochs after them; None: the "
                                                                    "profile's")

@@ -1,7 +1,7 @@
 """The Loong expert network in exact integer arithmetic (numpy): the reference the generated C will reproduce.
 
 Built on ``bot/int8ref.py``'s primitives (``Layer``, ``conv3x3``, ``dense``, ``requantise``: int8 weights, 7-bit
-activations, half-up requantise shifts) for the shapes of ``gpu/loong_expert_net.py`` (docs/loong-network.md)::
+activations, half-up requantise shifts) for the shapes of ``gpu/loong_shapes.py`` (docs/loong-network.md)::
 
     net = quantize(model)                                    # a LoongExpertNet -> Int8ExpertNet (any mode)
     value, scores = forward(net, crop, overview, scalars, cands, taps)
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bot.int8ref import ACT_MAX, MAX_BIAS, Layer, conv3x3, dense, requantise
-from gpu.loong_expert_net import ExpertShape, check_shape, get_shape
+from gpu.loong_shapes import ExpertShape, check_shape, get_shape
 
 _HEADS = ("value", "score")
 

@@ -220,7 +220,7 @@ class SimAdapter:
     def turn(self, dragon_id: int, action: Action, sonar: Sonar | None) -> Outcome:
         sim = self.sim
         slot = int(sim.actor[0])
-        length, team = int(sim.slen[0, slot]), int(sim.steam[0, slot])
+        length, team = int(sim.length[0, slot]), int(sim.team[0, slot])
         living = int(sim.living[0, team])
         before = set(_living_ids(sim))
         row = encode_action(action, sim.cap)
@@ -269,12 +269,12 @@ def sim_state(sim: LoongSim, b: int, causes: dict[int, str]) -> dict:
         if s is None:
             dragons[i] = dragon_view(team, False, [], int(sim.id_head[b, i]), [], [0] * 5, causes.get(i))
             continue
-        L, hp = int(sim.slen[b, s]), int(sim.hpos[b, s])
+        L, hp = int(sim.length[b, s]), int(sim.ring_head[b, s])
         ring = sim.ring[b, s].tolist()
         body = [m.xy(ring[(hp - j) % R]) for j in range(L)]
-        n = int(sim.inbox_n[b, s])
+        n = int(sim.inbox_count[b, s])
         inbox = [(v & MASK64, a) for v, a in zip(sim.inbox_v[b, s, :n].tolist(), sim.inbox_d[b, s, :n].tolist())]
-        dragons[i] = dragon_view(team, True, body, int(sim.shead[b, s]), inbox, sim.echo[b, s].tolist(), None)
+        dragons[i] = dragon_view(team, True, body, int(sim.heading[b, s]), inbox, sim.echo[b, s].tolist(), None)
     code, reason = int(sim.result[b]), int(sim.reason[b])
     scores = sim.scores()[b].tolist()
     result = None

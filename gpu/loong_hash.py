@@ -17,8 +17,8 @@ from games.loong.engine import ECHO_COUNT, HASH_NO_HEADING, HASH_VERSION
 from games.loong.maps import NO_HEADING
 from games.loong.rng import MASK64
 
-FIELDS = ("round", "next_id", "result", "lane_map", "cd", "pearl", "id_team", "id_head", "sid", "steam", "hpos",
-          "slen", "shead", "echo", "inbox_n")
+FIELDS = ("round", "next_id", "result", "lane_map", "cd", "pearl", "id_team", "id_head", "sid", "team", "ring_head",
+          "length", "heading", "echo", "inbox_count")
 
 
 def snapshot(sim, lanes: torch.Tensor) -> dict[str, np.ndarray]:
@@ -50,11 +50,11 @@ def lane_bytes(sim, snap: dict[str, np.ndarray], j: int) -> bytes:
             out.append(struct.pack(f"<IBBBHH{ECHO_COUNT}I", i, team, 0, _heading_byte(heading), 0, 0,
                                    *[0] * ECHO_COUNT))
             continue
-        L, hp = int(snap["slen"][j, s]), int(snap["hpos"][j, s])
+        L, hp = int(snap["length"][j, s]), int(snap["ring_head"][j, s])
         body = snap["ring"][j, s, (hp - np.arange(L)) % R].astype("<u2")
-        heading = int(snap["shead"][j, s])
+        heading = int(snap["heading"][j, s])
         out.append(struct.pack("<IBBBH", i, team, 1, _heading_byte(heading), L) + body.tobytes())
-        n = int(snap["inbox_n"][j, s])
+        n = int(snap["inbox_count"][j, s])
         out.append(struct.pack("<H", n))
         for v, a in zip(snap["inbox_v"][j, s, :n].tolist(), snap["inbox_d"][j, s, :n].tolist()):
             out.append(struct.pack("<QB", v & MASK64, a))

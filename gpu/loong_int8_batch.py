@@ -28,7 +28,8 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from gpu.loong_expert_net import ACT_MAX, get_shape
+from gpu.loong_expert_net import ACT_MAX
+from gpu.loong_shapes import get_shape
 
 INT32_MIN = -(2**31)
 NO_TAP = 255  # bot/core/inputs.h CORE_INPUT_NO_TAP

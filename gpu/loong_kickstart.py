@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from gpu.loong_expert_net import MASKED_LOGIT, LoongExpertNet, get_shape
+from gpu.loong_expert_net import MASKED_LOGIT, LoongExpertNet
+from gpu.loong_shapes import get_shape
 from gpu.training import EpochShuffle, holdout_split, keep_batch
 
 CROP, OVERVIEW, SCALARS, RECORD = 17 * 17 * 56, 15 * 15 * 16, 32, 48

@@ -19,21 +19,21 @@ from games.loong.observation import WINDOW
 from gpu.kernels.loong_window import window_gather
 from gpu.loong_sim import PEARL, gat
 from gpu.loong_tables import (
-    DSEED,
+    DRAGON_SEED,
     ECHO,
     FIELDS,
     GOLDEN,
-    HEADC,
-    INBOX_N,
+    HEAD_CELL,
+    HEADING,
+    INBOX_COUNT,
+    LENGTH,
     LOCAL_CHANNELS,
-    NTURN,
-    SHEAD,
-    SLEN,
     STEP_FLAG_SHIFT,
     STEP_SEEN,
     STEP_UNSEEN,
-    TAILC,
+    TAIL_CELL,
     TEAM,
+    TURNS,
     mix64,
     unpack_step,
 )
@@ -92,15 +92,15 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
     fa = slot * sim.B + lane
     row = sim.rows(fa)
     cols = row.unbind(1)
-    L, head, tail, team = cols[SLEN], cols[HEADC], cols[TAILC], cols[TEAM]
+    L, head, tail, team = cols[LENGTH], cols[HEAD_CELL], cols[TAIL_CELL], cols[TEAM]
     dragon_id = gat(sim.sid_t, fa)
     moves, safe, ahead = _move_features(sim, lane, mi, head, tail, L, planes)
     if slots is sim.actor:  # the step that follows may reuse what was gathered here (LoongSim.step); copies,
         # because the observation's fields are views a policy could change in place
         sim.turn_cache = (sim.version, fa, row.clone(), dragon_id.clone(), *ahead)
     living = gat(sim.living, lane * 2 + team)
-    echoes, inbox_n = row[:, ECHO: ECHO + ECHO_COUNT], cols[INBOX_N]
-    rng = cols[DSEED] + cols[NTURN] * GOLDEN
+    echoes, inbox_n = row[:, ECHO: ECHO + ECHO_COUNT], cols[INBOX_COUNT]
+    rng = cols[DRAGON_SEED] + cols[TURNS] * GOLDEN
     n = lane.shape[0]
     if planes:
         if bool(inbox_n.any()):
@@ -111,7 +111,7 @@ def observe(sim, slots: torch.Tensor | None = None, full: bool = False, planes: 
             keep = None
             inbox_v = inbox_d = torch.zeros(n, sim.IB, dtype=torch.int64, device=sim.device)
         local = _local_planes(sim, lane, slot, team, mi * N + head)
-        vector = _vector(sim, lane, dragon_id, team, living, L, head, cols[SHEAD], echoes, inbox_n, inbox_d, keep,
+        vector = _vector(sim, lane, dragon_id, team, living, L, head, cols[HEADING], echoes, inbox_n, inbox_d, keep,
                          moves)
     else:
         local = sim.device_empty((n, 0, WINDOW, WINDOW), torch.float32)
@@ -151,7 +151,7 @@ def _occupant_planes(sim, lane, slot, team, occ_w, pearl_w, cells) -> torch.Tens
     os_ = torch.where(has, occ_w, 0)  # a living slot stands in for empty cells (masked by ``has``)
     fo = os_ * sim.B + lane[:, None]
     foF = (fo * FIELDS).view(-1)
-    oteam, ohead, otail = (sim.tab_f.index_select(0, foF + k).view(fo.shape) for k in (TEAM, HEADC, TAILC))
+    oteam, ohead, otail = (sim.tab_f.index_select(0, foF + k).view(fo.shape) for k in (TEAM, HEAD_CELL, TAIL_CELL))
     ohead, otail = ohead == cells, otail == cells
     own = has & (os_ == slot[:, None])
     other = has & ~own
@@ -238,12 +238,12 @@ def full_planes(sim, lane: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
 def _segment_index(sim, lane: torch.Tensor) -> torch.Tensor:
     """``[n, N + 1]``: each segment's index from its dragon's head / 64 (0 where no segment)."""
     R, N = sim.R, sim.N
-    slen, hpos = sim.slen[lane], sim.hpos[lane]
-    lmax = max(int(slen.max()), 1)
+    length, ring_head = sim.length[lane], sim.ring_head[lane]
+    lmax = max(int(length.max()), 1)
     i = torch.arange(lmax, device=sim.device)
-    pos = (hpos[..., None] - i) % R
+    pos = (ring_head[..., None] - i) % R
     cells = sim.ring[lane].gather(2, pos).long()
-    body = (i < slen[..., None]) & (sim.sid[lane] >= 0)[..., None]
+    body = (i < length[..., None]) & (sim.sid[lane] >= 0)[..., None]
     out = torch.zeros(lane.shape[0], N + 1, device=sim.device)
     out.scatter_(1, torch.where(body, cells, N).view(lane.shape[0], -1),
                  (i.float() / 64).expand_as(pos).reshape(lane.shape[0], -1))

@@ -32,7 +32,7 @@ from games.loong.maps import KELP
 from gpu.loong_obs import LoongObs, observe
 from gpu.loong_policy import pick
 from gpu.loong_sim import DRAW, PEARL, RUNNING, WON0, LoongSim, Turn, gat
-from gpu.loong_tables import GOLDEN, HEADC, SLEN, TAILC, TEAM, mix64, unpack_step
+from gpu.loong_tables import GOLDEN, HEAD_CELL, LENGTH, TAIL_CELL, TEAM, mix64, unpack_step
 
 DEFAULT_ROUNDS = 20  # the seed's 20-round rollouts (part 5, "The teacher's leaf value")
 DEFAULT_ROLLOUTS = 4  # placeholder
@@ -116,7 +116,7 @@ def head_on_moves(sim: LoongSim, obs: LoongObs) -> tuple[torch.Tensor, torch.Ten
     queen = obs.dragon_id < 2
     mi = gat(sim.lane_map, lane)
     fa = sim.actor.index_select(0, lane) * sim.B + lane
-    head = sim.rows(fa)[:, HEADC]
+    head = sim.rows(fa)[:, HEAD_CELL]
     packed = sim.bank.t["step_packed"]
     dirs = torch.arange(4, device=sim.device)
 
@@ -132,8 +132,8 @@ def head_on_moves(sim: LoongSim, obs: LoongObs) -> tuple[torch.Tensor, torch.Ten
         slot = occ.clamp(min=0)
         rows = sim.rows((slot * sim.B + lane[:, None]).view(-1)).view(*c.shape, -1)
         sid = sim.sid_t.view(-1).index_select(0, (slot * sim.B + lane[:, None]).view(-1)).view(c.shape)
-        hit = (occ >= 0) & (rows[..., HEADC] == c) & (rows[..., TEAM] != team[:, None]) & (sid >= 0)
-        return hit.view(shape), rows[..., SLEN].view(shape), (sid < 2).view(shape)
+        hit = (occ >= 0) & (rows[..., HEAD_CELL] == c) & (rows[..., TEAM] != team[:, None]) & (sid >= 0)
+        return hit.view(shape), rows[..., LENGTH].view(shape), (sid < 2).view(shape)
 
     target = step(head[:, None])[:, 0]  # [B, 4]
     hit, length, their_queen = enemy_head(target)
@@ -189,7 +189,7 @@ def fatal_moves(sim: LoongSim, lanes: torch.Tensor | None = None) -> torch.Tenso
     n = lanes.shape[0]
     fa = sim.actor.index_select(0, lanes) * sim.B + lanes
     cols = sim.rows(fa).unbind(1)
-    L, head, tail = cols[SLEN], cols[HEADC], cols[TAILC]
+    L, head, tail = cols[LENGTH], cols[HEAD_CELL], cols[TAIL_CELL]
     mi = gat(sim.lane_map, lanes)
     key = ((mi * sim.N + head) * 4)[:, None] + torch.arange(4, device=sim.device)  # [n, 4]
     word = sim.bank.t["step_packed"].index_select(0, key.view(-1)).view(n, 4)
@@ -255,7 +255,7 @@ def outcome(sim: LoongSim, team: torch.Tensor) -> torch.Tensor:
 
 def actor_team(sim: LoongSim, lanes: torch.Tensor | None = None) -> torch.Tensor:
     """Team of each lane's current actor (lanes ``lanes``; garbage where the game is over)."""
-    team = sim.steam.gather(1, sim.actor.view(-1, 1))[:, 0]
+    team = sim.team.gather(1, sim.actor.view(-1, 1))[:, 0]
     return team if lanes is None else team.index_select(0, lanes)
 
 

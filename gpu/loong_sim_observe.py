@@ -18,7 +18,7 @@ from games.loong.engine import ECHO_COUNT
 from games.loong.observation import POINTS_PER_TURN, WINDOW, Observation, _window_tables
 from games.loong.rng import MASK64
 from gpu.loong_sim import PEARL, RUNNING, LoongSim
-from gpu.loong_tables import ECHO, FIELDS, HEADC, HPOS, INBOX_N, SHEAD, SLEN, TEAM
+from gpu.loong_tables import ECHO, FIELDS, HEAD_CELL, HEADING, INBOX_COUNT, LENGTH, RING_HEAD, TEAM
 
 _SHAPE = (WINDOW, WINDOW)
 
@@ -72,7 +72,7 @@ def _pull(sim: LoongSim, lanes: list[int], ids: list[int] | None) -> dict[str, n
         "occ": sim.occ.index_select(0, lane_t)[:, : sim.N],  # [n, N]
         "sid": sid.T,  # [n, hi]
         "team": sim.tab[:hi, :, TEAM].index_select(1, lane_t).T,  # [n, hi]
-        "headc": sim.tab[:hi, :, HEADC].index_select(1, lane_t).T,
+        "head_cell": sim.tab[:hi, :, HEAD_CELL].index_select(1, lane_t).T,
         "cd": (sim.fire_t.index_select(1, lane_t) - sim.round.index_select(0, lane_t)).T,  # [n, SP]
     }
     flat = torch.cat([p.to(torch.int64).reshape(-1) for p in parts.values()]).cpu().numpy()
@@ -91,7 +91,7 @@ def _build(sim: LoongSim, m, b: int, j: int, h: dict[str, np.ndarray], ids: list
     if int(h["slot"][j]) >= sim.S:
         raise ValueError(f"lane {b}: dragon {ids[j]} is not alive")
     row = h["row"][j]
-    length, hp, head = int(row[SLEN]), int(row[HPOS]), int(row[HEADC])
+    length, hp, head = int(row[LENGTH]), int(row[RING_HEAD]), int(row[HEAD_CELL])
     cells_body = h["ring"][j][(hp - np.arange(length)) % sim.R]
     xs, ys = (cells_body % m.width).tolist(), (cells_body // m.width).tolist()
     t = _window_tables(m)
@@ -101,16 +101,16 @@ def _build(sim: LoongSim, m, b: int, j: int, h: dict[str, np.ndarray], ids: list
     slots = np.where(seg, o, 0)
     dragon_ids = np.where(seg, h["sid"][j][slots], -1)
     teams = np.where(seg, h["team"][j][slots], -1)
-    heads = seg & (h["headc"][j][slots] == cells)
+    heads = seg & (h["head_cell"][j][slots] == cells)
     countdowns = np.array(h["cd"][j][: len(m.spawns)].tolist() + [0], np.uint8)  # spawn index -1 reads the 0
-    n = int(row[INBOX_N])
+    n = int(row[INBOX_COUNT])
     inbox = tuple((v & MASK64, d) for v, d in zip(h["inbox_v"][j][:n].tolist(), h["inbox_d"][j][:n].tolist()))
     team = int(row[TEAM])
     dragon_id = int(h["aid"][j])
     return Observation(
         round=int(h["round"][j]), width=m.width, height=m.height, dragon_id=dragon_id, team=team,
         is_queen=dragon_id < 2, team_living=int(h["living"][j][team]), body=tuple(zip(xs, ys)),
-        heading=int(row[SHEAD]), edges=t["edges"][head], partners=t["partners"][head],
+        heading=int(row[HEADING]), edges=t["edges"][head], partners=t["partners"][head],
         spawn_period=t["periods"][head], spawn_countdown=countdowns[t["spawn"][head]],
         pearls=(o == PEARL).astype(np.uint8).reshape(_SHAPE),
         dragon_ids=dragon_ids.astype(np.int32).reshape(_SHAPE), dragon_teams=teams.astype(np.int8).reshape(_SHAPE),

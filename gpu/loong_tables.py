@@ -32,9 +32,18 @@ LOCAL_CHANNELS = 21
 
 
 # The slot table ``LoongSim.tab [B, SLOTS + 1, FIELDS]`` int64: one row per dragon slot, so one gather
-# fetches a dragon. ECHO .. ECHO + 4 are the five echo counters. (Dragon ids live apart, slot-major in
-# ``LoongSim.sid_t [SLOTS + 1, B]``, because the acting order scans them every step.)
-TEAM, HPOS, SLEN, SHEAD, HEADC, TAILC, NTURN, INBOX_N, DSEED, ECHO = range(10)
+# fetches a dragon. (Dragon ids live apart, slot-major in ``LoongSim.sid_t [SLOTS + 1, B]``, because the acting
+# order scans them every step.) Its fields:
+TEAM = 0  # the dragon's team, 0 or 1
+RING_HEAD = 1  # position of the head in the dragon's ring of body cells: segment i sits at (RING_HEAD - i) mod R
+LENGTH = 2  # segments
+HEADING = 3  # its heading, the arrival direction of its last step 0..3 (N, E, S, W); NO_HEADING (-1) none
+HEAD_CELL = 4  # the cell of segment 0
+TAIL_CELL = 5  # the cell of its last segment
+TURNS = 6  # turns taken (how far its random stream has advanced)
+INBOX_COUNT = 7  # sonar values waiting in its inbox
+DRAGON_SEED = 8  # the seed of its SplitMix64 stream (rules decision 17)
+ECHO = 9  # ECHO .. ECHO + 4: its five echo counts (kelp, allied body, allied head, enemy body, enemy head)
 FIELDS = ECHO + ECHO_COUNT
 
 GOLDEN = rng.GOLDEN - (1 << 64)  # splitmix64's increment as int64 bits
@@ -217,20 +226,20 @@ def start_template(m: LoongMap, ring: int) -> dict[str, np.ndarray]:
     n = m.n_cells
     occ = np.full(n + 1, -1, np.int64)
     sid = np.full(SLOTS + 1, -1, np.int64)
-    steam = np.zeros(SLOTS + 1, np.int64)
-    hpos = np.zeros(SLOTS + 1, np.int64)
-    slen = np.zeros(SLOTS + 1, np.int64)
-    shead = np.full(SLOTS + 1, -1, np.int64)
-    headc = np.zeros(SLOTS + 1, np.int64)
-    tailc = np.zeros(SLOTS + 1, np.int64)
+    team = np.zeros(SLOTS + 1, np.int64)
+    ring_head = np.zeros(SLOTS + 1, np.int64)
+    length = np.zeros(SLOTS + 1, np.int64)
+    heading = np.full(SLOTS + 1, -1, np.int64)
+    head_cell = np.zeros(SLOTS + 1, np.int64)
+    tail_cell = np.zeros(SLOTS + 1, np.int64)
     ringbuf = np.zeros((SLOTS + 1, ring), np.int64)
     for slot, s in enumerate(m.dragons):
         cells = [m.cell(x, y) for x, y in s.body]
-        sid[slot], steam[slot], shead[slot] = s.id, s.team, s.heading
-        slen[slot], hpos[slot] = len(cells), len(cells) - 1
+        sid[slot], team[slot], heading[slot] = s.id, s.team, s.heading
+        length[slot], ring_head[slot] = len(cells), len(cells) - 1
         ringbuf[slot, : len(cells)] = cells[::-1]  # head at position L - 1, tail at 0
         occ[cells] = slot
-        headc[slot], tailc[slot] = cells[0], cells[-1]
+        head_cell[slot], tail_cell[slot] = cells[0], cells[-1]
     for s in m.spawns:
         occ[m.cell(s.x, s.y)] = -2  # PEARL: the simulator keeps pearls in the occupancy grid (never under a body)
     id_team = np.full(SLOTS, -1, np.int64)  # ids 0..SLOTS-1 of a map's starting dragons
@@ -238,6 +247,6 @@ def start_template(m: LoongMap, ring: int) -> dict[str, np.ndarray]:
         id_team[s.id] = s.team
     living = np.array([sum(s.team == t for s in m.dragons) for t in (0, 1)], np.int64)
     next_id = np.array(max((s.id for s in m.dragons), default=-1) + 1, np.int64)
-    return {"occ": occ, "sid": sid, "steam": steam, "hpos": hpos, "slen": slen,
-            "shead": shead, "headc": headc, "tailc": tailc, "ring": ringbuf.astype(np.int16), "id_team": id_team,
+    return {"occ": occ, "sid": sid, "team": team, "ring_head": ring_head, "length": length, "heading": heading,
+            "head_cell": head_cell, "tail_cell": tail_cell, "ring": ringbuf.astype(np.int16), "id_team": id_team,
             "living": living, "next_id": next_id}

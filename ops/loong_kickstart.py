@@ -20,8 +20,9 @@ import lightning as L
 import numpy as np
 import torch
 
-from gpu.loong_expert_net import SHAPES, LoongExpertNet, count_params
+from gpu.loong_expert_net import LoongExpertNet, count_params
 from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
+from gpu.loong_shapes import SHAPES
 from ops.checkpoints import (
     AtomicLastCheckpoint,
     CheckpointError,
@@ -49,7 +50,7 @@ GENERATORS = {0: "primitive_only", 1: "generator"}
 
 @dataclass(frozen=True)
 class KickstartConfig:
-    shape: str = "v1t2c16"  # a registered network shape (gpu/loong_expert_net.SHAPES)
+    shape: str = "v1t2c16"  # a registered network shape (gpu/loong_shapes.SHAPES)
     epochs: int = 2  # float epochs
     quantised_epochs: int = 1  # fake-quantised epochs after them (0: float only)
     batch_size: int = 64

@@ -1,7 +1,7 @@
 """MOVE resolution (collision lookup) for one step of every lane: where the head goes and what is there.
 
 Inputs (B lanes, S1 = slots + 1, N1 = cells + 1; flat map tables as in gpu/loong_tables.py):
-    row [B, FIELDS] int64 (each lane's mover: its slot-table row; fields HEADC and TAILC are read), occ [B, N1]
+    row [B, FIELDS] int64 (each lane's mover: its slot-table row; fields HEAD_CELL and TAIL_CELL are read), occ [B, N1]
     int64 (slot, -1 empty, -2 pearl), step [M * N * 4] int64 (packed crossings: target cell, arrival heading, kind,
     visible; ``gpu.loong_tables.pack_step``), lane_map [B], d [B] side 0..3, m [B] bool (lanes that step).
 Returns (target [B], arrival heading [B], kelp [B] bool (m & the crossing is kelp), grow [B] bool (a pearl
@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from gpu.loong_tables import FIELDS, HEADC, STEP_HEADING_SHIFT, STEP_KIND_SHIFT, TAILC, unpack_step
+from gpu.loong_tables import FIELDS, HEAD_CELL, STEP_HEADING_SHIFT, STEP_KIND_SHIFT, TAIL_CELL, unpack_step
 
 KELP = 1
 PEARL = -2  # occ value of a cell holding a pearl (a pearl never shares a cell with a segment)
@@ -24,9 +24,9 @@ PEARL = -2  # occ value of a cell holding a pearl (a pearl never shares a cell w
 
 def resolve_move_torch(row, occ, step, lane_map, d, m):
     B, N1 = occ.shape
-    word = step.index_select(0, (lane_map * (N1 - 1) + row[:, HEADC]) * 4 + d)
+    word = step.index_select(0, (lane_map * (N1 - 1) + row[:, HEAD_CELL]) * 4 + d)
     v = occ.view(-1).index_select(0, torch.arange(B, device=occ.device) * N1 + (word & 0xFFFF))
-    return decode_move(word, v, row[:, TAILC], m)
+    return decode_move(word, v, row[:, TAIL_CELL], m)
 
 
 def decode_move(word, v, tail, m):
@@ -38,15 +38,15 @@ def decode_move(word, v, tail, m):
 
 @triton.jit
 def _resolve_move_kernel(row_ptr, occ_ptr, step_ptr, lmap_ptr, d_ptr, m_ptr, t_out, h_out, k_out,
-                         g_out, tail_out, o_out, B, N1, F: tl.constexpr, F_HEADC: tl.constexpr,
-                         F_TAILC: tl.constexpr, SH_HEADING: tl.constexpr, SH_KIND: tl.constexpr,
+                         g_out, tail_out, o_out, B, N1, F: tl.constexpr, F_HEAD_CELL: tl.constexpr,
+                         F_TAIL_CELL: tl.constexpr, SH_HEADING: tl.constexpr, SH_KIND: tl.constexpr,
                          BLOCK: tl.constexpr):
     b = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = b < B
     b64 = b.to(tl.int64)
     row = b64 * F
-    head = tl.load(row_ptr + row + F_HEADC, mask=live, other=0)
-    tail = tl.load(row_ptr + row + F_TAILC, mask=live, other=0)
+    head = tl.load(row_ptr + row + F_HEAD_CELL, mask=live, other=0)
+    tail = tl.load(row_ptr + row + F_TAIL_CELL, mask=live, other=0)
     d = tl.load(d_ptr + b64, mask=live, other=0)
     lm = tl.load(lmap_ptr + b64, mask=live, other=0)
     word = tl.load(step_ptr + (lm * (N1 - 1) + head) * 4 + d, mask=live, other=0)
@@ -74,8 +74,9 @@ def resolve_move_triton(row, occ, step, lane_map, d, m, block: int = 256):
     kelp, grow = (torch.empty(B, dtype=torch.int8, device=dev) for _ in range(2))
     grid = (triton.cdiv(B, block),)
     _resolve_move_kernel[grid](row, occ, step, lane_map, d, m.view(torch.uint8), target,
-                               heading, kelp, grow, tail, o, B, occ.shape[1], F=FIELDS, F_HEADC=HEADC,
-                               F_TAILC=TAILC, SH_HEADING=STEP_HEADING_SHIFT, SH_KIND=STEP_KIND_SHIFT, BLOCK=block)
+                               heading, kelp, grow, tail, o, B, occ.shape[1], F=FIELDS, F_HEAD_CELL=HEAD_CELL,
+                               F_TAIL_CELL=TAIL_CELL, SH_HEADING=STEP_HEADING_SHIFT, SH_KIND=STEP_KIND_SHIFT,
+                               BLOCK=block)
     return target, heading, kelp.bool(), grow.bool(), tail, o
 
 

@@ -14,14 +14,12 @@ from gpu.loong_expert_net import (
     ACT_MAX,
     MASKED_LOGIT,
     MAX_BIAS,
-    PLACEHOLDER,
-    SHAPES,
     LoongExpertNet,
     count_params,
-    get_shape,
     policy,
     random_inputs,
 )
+from gpu.loong_shapes import PLACEHOLDER, SHAPES, get_shape
 
 
 def _model(name: str, seed: int = 0, mode: str = "fake") -> LoongExpertNet:

@@ -45,9 +45,9 @@ def test_every_tensor_of_a_lane_is_forked():
     """A tensor added to the simulator's state with a lane dimension must be listed in _LANE_STATE (or be one
     of the derived tables that _alloc rebuilds)."""
     sim = LoongSim(gen_maps(3, 1))
-    derived = {"trash_fs", "bN", "lanes", "_none", "_ones", "_zero_b", "_minus_one", "dir_offsets_b",
+    derived = {"trash_flat", "occ_base", "lanes", "_none", "_ones", "_zero_b", "_minus_one", "dir_offsets_b",
                "occ_f", "living_f", "tab_f", "ring_f", "sid_f", "id_team_f", "id_head_f", "fire_f",
-               "spawn_cell_f", "period_f", "_seg", "_left_behind", "dir_offsets"}
+               "spawn_cell_f", "period_f", "_segments", "_left_behind", "dir_offsets"}
     for name, v in vars(sim).items():
         if torch.is_tensor(v) and name not in derived:
             assert name in _LANE_STATE, f"{name} {tuple(v.shape)} is not copied by fork"
@@ -63,7 +63,7 @@ def test_forks_taken_mid_round_replay_their_source(policy):
     sim = LoongSim(maps, seeds=[5, 6, 7, 8], max_rounds=40, record_hashes=True)
     play(sim, policy, 23)  # 23 turns: mid-round in every lane (6 dragons a round at the start)
     assert bool((sim.actor < sim.S).all()) and not sim.all_over()
-    acted = sim.nturn.max(1).values > sim.nturn.gather(1, sim.actor[:, None])[:, 0]
+    acted = sim.turns.max(1).values > sim.turns.gather(1, sim.actor[:, None])[:, 0]
     assert bool(acted.all()), "every lane mid-round: some dragon has had its turn this round, the actor not yet"
     lanes, copies = [3, 1, 1, 0], 3
     fork = sim.fork(lanes, copies=copies)

@@ -24,7 +24,7 @@ def bodies(sim, b):
     out = {}
     for s in range(sim.S):
         if sim.sid[b, s] >= 0:
-            L, hp = int(sim.slen[b, s]), int(sim.hpos[b, s])
+            L, hp = int(sim.length[b, s]), int(sim.ring_head[b, s])
             out[s] = [int(sim.ring[b, s, (hp - i) % sim.R]) for i in range(L)]
     return out
 
@@ -37,10 +37,10 @@ def check_lane(sim, b):
     assert int((occ >= 0).sum()) == len(cells)
     for s, v in body.items():
         assert all(int(occ[c]) == s for c in v)
-        assert len(v) >= 1 and int(sim.headc[b, s]) == v[0] and int(sim.tailc[b, s]) == v[-1]
+        assert len(v) >= 1 and int(sim.head_cell[b, s]) == v[0] and int(sim.tail_cell[b, s]) == v[-1]
     assert not bool(sim.pearl[b, cells].any()) if cells else True, "pearl under a segment"
     for team in (0, 1):
-        assert int(sim.living[b, team]) == sum(int(sim.steam[b, s]) == team for s in body) <= 64
+        assert int(sim.living[b, team]) == sum(int(sim.team[b, s]) == team for s in body) <= 64
 
 
 @SETTINGS
@@ -54,10 +54,10 @@ def test_invariants_and_accounting_under_random_play(game_map, seed, sonar):
     pol = ChaosPolicy(p_sonar=0.5 if sonar else 0.0)
     checked = 0
     while not sim.all_over():
-        total_before = sim.pearl[:, : sim.N].sum(1) + torch.where(sim.sid >= 0, sim.slen, 0).sum(1)
-        slen_before, sid_before, round_before = sim.slen.clone(), sim.sid.clone(), sim.round.clone()
+        total_before = sim.pearl[:, : sim.N].sum(1) + torch.where(sim.sid >= 0, sim.length, 0).sum(1)
+        slen_before, sid_before, round_before = sim.length.clone(), sim.sid.clone(), sim.round.clone()
         sim.step(pol(observe(sim, planes=False)))
-        total_after = sim.pearl[:, : sim.N].sum(1) + torch.where(sim.sid >= 0, sim.slen, 0).sum(1)
+        total_after = sim.pearl[:, : sim.N].sum(1) + torch.where(sim.sid >= 0, sim.length, 0).sum(1)
         for b in range(B):
             check_lane(sim, b)
             sprint = int(sim.last["act"][b, 0]) == 1

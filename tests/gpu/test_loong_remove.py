@@ -52,7 +52,7 @@ def test_remove_matches_the_reference_taken_out_and_plays_on(at_step):
     checked = []
 
     def decide(sim, games_, actors):
-        if len(checked) or sim.round.min() < 1 or at_step and int(sim.nturn.sum()) < at_step:
+        if len(checked) or sim.round.min() < 1 or at_step and int(sim.turns.sum()) < at_step:
             return {}
         for b, (g, a) in enumerate(zip(games_, actors, strict=True)):
             if a is None:
