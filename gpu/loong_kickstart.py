@@ -22,8 +22,9 @@ losses as before); ``KickstartData.train_only`` rows are never held out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import lightning as L
 import numpy as np
@@ -105,6 +106,70 @@ def concat_data(parts: Sequence[KickstartData]) -> KickstartData:
             del arrays
             for p in parts:
                 setattr(p, name, None)
+    return KickstartData(**out)
+
+
+SPILLED_FIELDS = ("crop", "overview", "scalars", *CANDIDATE_FIELDS)  # the big arrays: to disk when spilled
+
+
+def spill_data(parts: Iterable[KickstartData], folder: Path) -> KickstartData:
+    """``concat_data`` for parts taken one at a time, the big arrays (SPILLED_FIELDS) on disk: each part's are
+    appended to ``folder``/<field>.bin as it arrives (and the part emptied), and they come back memory-mapped
+    read-only; the per-row arrays stay in memory. The same arrays as ``concat_data`` of the same parts, so
+    memory holds one part and the per-row arrays, while the page cache holds what the training reads. The files
+    stay until the caller removes ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    files: dict = {}
+    shapes: dict[str, list] = {}
+    dtypes: dict = {}
+    present: dict[str, bool] = {}
+    rows: dict[str, list] = {name: [] for name in ROW_FIELDS if name not in SPILLED_FIELDS}
+    offsets, bots, dropped, base = [], [], {}, 0
+    try:
+        for p in parts:
+            offsets.append(p.offsets + base)
+            base += len(p.taps)
+            bots.append((p.bots, p.bot))
+            for k, v in p.dropped.items():
+                dropped[k] = dropped.get(k, 0) + v
+            for name in (*ROW_FIELDS, *CANDIDATE_FIELDS):
+                a = getattr(p, name)
+                if present.setdefault(name, a is not None) != (a is not None):
+                    raise ValueError(f"concat_data: {name} is missing from some parts")
+                if a is None:
+                    continue
+                if name not in SPILLED_FIELDS:
+                    rows[name].append(a)
+                else:
+                    if name not in files:
+                        files[name] = open(folder / f"{name}.bin", "wb")
+                        dtypes[name], shapes[name] = a.dtype, [0, *a.shape[1:]]
+                    if a.dtype != dtypes[name] or list(a.shape[1:]) != shapes[name][1:]:
+                        raise ValueError(f"concat_data: {name} is {a.dtype} {a.shape[1:]} in one part, "
+                                         f"{dtypes[name]} {tuple(shapes[name][1:])} in another")
+                    np.ascontiguousarray(a).tofile(files[name])
+                    shapes[name][0] += len(a)
+                setattr(p, name, None)
+    finally:
+        for f in files.values():
+            f.close()
+    if not offsets:
+        raise ValueError("concat_data: no parts")
+    names = sorted({b for part_bots, _ in bots for b in part_bots})
+    index = {b: i for i, b in enumerate(names)}
+    out: dict = {"bots": names, "dropped": dropped, "offsets": np.concatenate(offsets),
+                 "bot": np.concatenate([np.array([index[b] for b in part_bots], np.int64)[bot] if len(bot) else
+                                        np.zeros(0, np.int64) for part_bots, bot in bots])}
+    for name in (*ROW_FIELDS, *CANDIDATE_FIELDS):
+        if not present[name]:
+            out[name] = None
+        elif name not in SPILLED_FIELDS:
+            out[name] = np.concatenate(rows.pop(name))
+        elif shapes[name][0] == 0:
+            out[name] = np.zeros(shapes[name], dtypes[name])
+        else:
+            out[name] = np.memmap(folder / f"{name}.bin", dtypes[name], "r", shape=tuple(shapes[name]))
     return KickstartData(**out)
 
 

@@ -28,7 +28,7 @@ labeller's choices from its belief, not from the played bot's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -388,8 +388,7 @@ def load_dataset(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
     return read_shards(path, SCHEMA, DatasetError, columns, "dataset ")
 
 
-def read_shards(path, schema: pa.Schema, error: type[ValueError], columns: Sequence[str] | None = None,
-                what: str = "") -> pa.Table:
+def shard_files(path, schema: pa.Schema, error: type[ValueError], what: str = "") -> list[Path]:
     """The shards under ``path`` (a folder of part-*.parquet, or one file), each checked against ``schema``: its
     name and version (``schema.metadata``), every column and its type; anything else raises ``error`` in one line
     naming the file (and the column). ``what`` names the kind of file in the message for a missing path."""
@@ -400,7 +399,6 @@ def read_shards(path, schema: pa.Schema, error: type[ValueError], columns: Seque
     if not files:
         raise error(f"{path}: no part-*.parquet shards")
     name, version = schema.metadata[b"schema"], schema.metadata[b"version"]
-    tables = []
     for f in files:
         try:
             got = pq.read_schema(f)
@@ -417,8 +415,40 @@ def read_shards(path, schema: pa.Schema, error: type[ValueError], columns: Seque
             if got.field(field.name).type != field.type:
                 raise error(f"{f}: column {field.name!r} has type {got.field(field.name).type}, expected "
                             f"{field.type}")
+    return files
+
+
+def read_shards(path, schema: pa.Schema, error: type[ValueError], columns: Sequence[str] | None = None,
+                what: str = "") -> pa.Table:
+    """Every shard under ``path`` checked (``shard_files``) and read into one table."""
+    tables = []
+    for f in shard_files(path, schema, error, what):
         try:
             tables.append(pq.read_table(f, columns=list(columns) if columns else None))
         except (OSError, pa.ArrowInvalid) as e:
             raise error(f"{f}: cannot read its row groups ({e})") from None
     return pa.concat_tables(tables)
+
+
+def shard_rows(files: Sequence[Path]) -> int:
+    """Rows of the checked shards ``files`` (from their footers: nothing decoded)."""
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def iter_shards(files: Sequence[Path], error: type[ValueError], columns: Sequence[str] | None = None,
+                batch_rows: int = 8_192) -> Iterator[pa.Table]:
+    """The checked shards ``files`` (``shard_files``) as tables of at most ``batch_rows`` rows each, in file and
+    row order, one in memory at a time; a row group that cannot be read raises ``error`` naming the file."""
+    for f in files:
+        try:
+            batches = pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=list(columns) if columns else None)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise error(f"{f}: cannot read its row groups ({e})") from None
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (OSError, pa.ArrowInvalid) as e:
+                raise error(f"{f}: cannot read its row groups ({e})") from None
+            yield pa.Table.from_batches([batch])

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,9 +37,9 @@ import pyarrow as pa
 import torch
 
 from gpu.loong_expert_net import count_params
-from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule, concat_data
+from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule, concat_data, spill_data
 from ops.checkpoints import AtomicLastCheckpoint, model_version, save_checkpoint
-from ops.loong_dataset import read_shards
+from ops.loong_dataset import iter_shards, read_shards, shard_files, shard_rows
 from ops.loong_kickstart import COLUMNS as KICKSTART_COLUMNS
 from ops.loong_kickstart import (
     GENERATORS,
@@ -61,6 +62,7 @@ RAGGED = ("crop", "overview", "scalars", "features", "taps", "teacher_policy")
 CHECKPOINT = "checkpoint.pt"  # Lightning's own checkpoint, rewritten every epoch
 NETWORK = "student.pt"  # the kickstart's format (kind loong_kickstart): ops.loong_network.export reads it
 RELIABILITY = "reliability.png"
+SPILL = "decoded"  # the decoded targets' big arrays on disk while the student trains (memory-mapped)
 MONITOR = "val/soft_ce"  # the early stop's figure: held-out soft cross-entropy
 MIN_DELTA = 1e-3  # nats: a smaller fall is no improvement
 
@@ -153,35 +155,59 @@ def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.T
 READ_ROWS = 8_192  # decisions decoded at a time (48,037 at once peaked at 12.5 GB for a 3.1 GB result)
 
 
-def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows: int = READ_ROWS) -> KickstartData:
+def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows: int = READ_ROWS,
+                 spill: str | Path | None = None) -> KickstartData:
     """The targets decoded for training (``gpu.loong_kickstart.decode`` with soft targets); a bad file or row is
-    a StudentError naming the file (and the column). ``positions``: labelled rows (``ops.loong_position_labels
-    .SCHEMA``) appended, their ``target_policy`` the policy target, their ``weight`` the loss weight (the targets'
-    rows 1), marked ``train_only`` (their games are negative, the targets' never)."""
-    table = load_targets(path, COLUMNS)
-    if positions is not None and positions.num_rows:
-        from ops.loong_position_labels import student_rows
+    a StudentError naming the file (and the column). The shards are read and decoded ``batch_rows`` decisions at a
+    time; with ``spill`` (a folder) the big arrays go to disk as they are decoded and come back memory-mapped
+    (``gpu.loong_kickstart.spill_data``: the same arrays), so memory does not grow with the targets' volume.
+    ``positions``: labelled rows (``ops.loong_position_labels.SCHEMA``) appended, their ``target_policy`` the
+    policy target, their ``weight`` the loss weight (the targets' rows 1), marked ``train_only`` (their games are
+    negative, the targets' never)."""
+    files = shard_files(path, SCHEMA, StudentError, "targets ")
+    extra = positions is not None and positions.num_rows > 0
+    columns = (*COLUMNS, "weight") if extra else COLUMNS
+    total = shard_rows(files) + (positions.num_rows if extra else 0)
 
-        games = table["game"].to_numpy()
-        if len(games) and games.min() < 0:
-            row = int(np.flatnonzero(games < 0)[0])
-            raise StudentError(f"{path}: game: row {row} holds {games[row]}; negative games are the positions'")
-        rows = student_rows(positions, table.column_names)
-        table = table.append_column(pa.field("weight", pa.float32()), pa.array(np.ones(table.num_rows, np.float32)))
-        table = pa.concat_tables([table.replace_schema_metadata(None), rows.cast(table.schema.remove_metadata())])
-    columns = (*COLUMNS, "weight") if "weight" in table.schema.names else COLUMNS
-    parts, rows = [], table.num_rows
-    for start in range(0, max(rows, 1), batch_rows):  # the decoder's temporaries are several times its result
-        try:
-            parts.append(decode_table(table.slice(start, batch_rows), columns, RAGGED))
-        except ValueError as e:
-            at = f"rows {start}..{min(start + batch_rows, rows) - 1}: " if rows > batch_rows else ""
-            raise StudentError(f"{path}: {at}{e}") from None
-    del table
-    pa.default_memory_pool().release_unused()  # the table's buffers back before the parts are joined
-    data = concat_data(parts) if len(parts) > 1 else parts[0]
-    del parts
-    if "weight" in columns:
+    def slices():
+        start, schema = 0, None
+        for table in iter_shards(files, StudentError, COLUMNS, batch_rows):
+            table = table.select(list(COLUMNS))
+            if extra:
+                games = table["game"].to_numpy()
+                if len(games) and games.min() < 0:
+                    row = int(np.flatnonzero(games < 0)[0])
+                    raise StudentError(f"{path}: game: row {start + row} holds {games[row]}; negative games are "
+                                       "the positions'")
+                table = table.replace_schema_metadata(None).append_column(
+                    pa.field("weight", pa.float32()), pa.array(np.ones(table.num_rows, np.float32)))
+                schema = table.schema
+            yield start, table
+            start += table.num_rows
+        if extra:
+            from ops.loong_position_labels import student_rows
+
+            rows = student_rows(positions, COLUMNS)
+            yield start, rows.cast(schema) if schema is not None else rows
+
+    def parts():
+        for start, table in slices():  # the decoder's temporaries are several times its result
+            try:
+                part = decode_table(table, columns, RAGGED)
+            except ValueError as e:
+                at = f"rows {start}..{start + table.num_rows - 1}: " if table.num_rows < total else ""
+                raise StudentError(f"{path}: {at}{e}") from None
+            del table
+            pa.default_memory_pool().release_unused()
+            yield part
+
+    try:
+        data = spill_data(parts(), spill) if spill is not None else concat_data(list(parts()))
+    except ValueError as e:
+        if isinstance(e, StudentError):
+            raise
+        raise StudentError(f"{path}: {e}") from None
+    if extra:
         data.train_only = data.game < 0
     return data
 
@@ -240,13 +266,15 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
         raise StudentError(str(e)) from None
     shape = init_doc["shape"]
     table = getattr(positions, "table", positions)
-    data = read_targets(targets_path, table)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spill = out_dir / SPILL
+    shutil.rmtree(spill, ignore_errors=True)
+    data = read_targets(targets_path, table, spill=spill)
     used = data.train_only if data.train_only is not None else np.zeros(len(data), bool)
     pos_info = ({"rows": int(used.sum()), "total_weight": float(data.weight[used].sum()),
                  "dropped": int(table.num_rows - used.sum())} if table is not None and table.num_rows else {})
     if len(data) < 2:
         raise StudentError(f"{targets_path}: {len(data)} usable decisions (dropped {data.dropped}); need 2 or more")
-    out_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(config.threads)
     dm = DecisionDataModule(data, batch_size=config.batch_size, holdout_fraction=config.holdout, seed=config.seed)
     dm.setup()
@@ -298,9 +326,12 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
     tracker.log_metrics({f"heldout_{k}": v for k, v in heldout["scalars"].items()})
     tracker.log_metrics({"float_epochs": float(phase.float_end), "stopped_early": float(phase.stopped)})
     seconds = epochs_cb.train_seconds
+    train_rows, val_rows, dropped = len(dm.train_rows), len(dm.val_rows), data.dropped
+    del data, dm, eval_loader, trainer
+    shutil.rmtree(spill, ignore_errors=True)  # the decoded arrays: rebuilt from the targets by any later run
     return StudentResult(
         network=net_path, reliability=png, version=version, shape=shape, params=params,
-        decisions_train=len(dm.train_rows), decisions_val=len(dm.val_rows), dropped=data.dropped,
+        decisions_train=train_rows, decisions_val=val_rows, dropped=dropped,
         init_heldout=init_heldout, heldout=heldout, history=history, float_epochs=phase.float_end,
         stopped_early=phase.stopped, samples_per_second=epochs_cb.samples / seconds if seconds else 0.0,
         resumed_from_epoch=resume, wall_seconds=time.perf_counter() - t0, positions=pos_info)

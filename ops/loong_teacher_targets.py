@@ -108,6 +108,8 @@ PROFILES = {
 }
 CONFIG_PROFILES = Profiles("targets", TargetsConfig, PROFILES, TargetsError)
 SHARD_GAMES = 64  # games a Parquet shard holds at most (a shard is written when its games are in)
+ROW_GROUP = 1_024  # decisions a row group holds at most: the unit a reader streams (about 60 MB of a
+# 500-round game's decisions, 700 candidate records each)
 
 
 def profile_config(profile: str, **overrides) -> TargetsConfig:
@@ -795,8 +797,9 @@ def run(cfg: TargetsConfig, network_path, out_dir, *, executor=None, progress: C
     for i in range(0, len(specs), SHARD_GAMES):
         chunk = [_game_files(work, s.game) for s in specs[i: i + SHARD_GAMES]]
         path = out / f"part-{specs[i].game:06d}.parquet"
-        pq.write_table(pa.concat_tables([pq.read_table(t) for t, _ in chunk]).combine_chunks(), path,
-                       compression="zstd")
+        with pq.ParquetWriter(path, SCHEMA, compression="zstd") as writer:  # a game in memory at a time
+            for t, _ in chunk:
+                writer.write_table(pq.read_table(t).cast(SCHEMA), row_group_size=ROW_GROUP)
         paths.append(path)
         results += [json.loads(doc.read_text()) for _, doc in chunk]
     results.sort(key=lambda r: r["game"])

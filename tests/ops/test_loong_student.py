@@ -35,6 +35,7 @@ from ops.loong_student import (
     CHECKPOINT,
     COLUMNS,
     SCHEMA,
+    SPILL,
     StudentConfig,
     StudentError,
     check_config,
@@ -168,25 +169,31 @@ def test_soft_targets_decode_renormalised_on_the_tapped_candidates(world):
         decode(cols)
 
 
-def test_reading_in_batches_gives_the_rows_read_at_once(world):
-    """read_targets decodes READ_ROWS decisions at a time (memory) and joins them: every array, offset, bot index
-    and dropped count is what decoding the whole table at once gives; with reviewed positions too."""
+def test_reading_in_batches_gives_the_rows_read_at_once(world, tmp_path):
+    """read_targets decodes READ_ROWS decisions at a time (memory) and joins them, in memory or spilled to disk
+    and memory-mapped: every array, offset, bot index and dropped count is what decoding the whole table at once
+    gives; with reviewed positions too."""
     import dataclasses
 
-    from gpu.loong_kickstart import concat_data
+    from gpu.loong_kickstart import SPILLED_FIELDS, concat_data, spill_data
 
-    whole = read_targets(world["targets"], batch_rows=10**9)
-    for rows in (7, 64):
-        parts = read_targets(world["targets"], batch_rows=rows)
-        assert len(whole) > 2 * rows or rows == 64
-        for f in dataclasses.fields(whole):
-            a, b = getattr(whole, f.name), getattr(parts, f.name)
-            if isinstance(a, np.ndarray):
-                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
-            else:
-                assert a == b, f.name
+    for positions in (None, _labels(world)):
+        whole = read_targets(world["targets"], positions, batch_rows=10**9)
+        for rows, spill in ((7, None), (64, None), (7, tmp_path / f"s7-{positions is None}"),
+                            (10**9, tmp_path / f"s-{positions is None}")):
+            parts = read_targets(world["targets"], positions, batch_rows=rows, spill=spill)
+            assert len(whole) > 2 * rows or rows >= 64
+            for f in dataclasses.fields(whole):
+                a, b = getattr(whole, f.name), getattr(parts, f.name)
+                if isinstance(a, np.ndarray):
+                    assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+                    assert isinstance(b, np.memmap) == (spill is not None and f.name in SPILLED_FIELDS), f.name
+                else:
+                    assert a == b, f.name
     with pytest.raises(ValueError, match="^concat_data: no parts$"):
         concat_data([])
+    with pytest.raises(ValueError, match="^concat_data: no parts$"):
+        spill_data([], tmp_path / "none")
 
 
 def test_the_value_target_mixes_the_outcome_and_the_teachers_value(world):
@@ -269,6 +276,7 @@ def test_the_float_phase_stops_early_and_a_resumed_run_keeps_its_phase(world, tm
     cfg = StudentConfig(epochs=4, quantised_epochs=1, patience=1, batch_size=64, learning_rate=1e-9, holdout=0.34)
     whole = run(cfg, world["targets"], world["init"], tmp_path / "whole")  # no held-out improvement: stop at 2
     assert whole.stopped_early and whole.float_epochs == 2
+    assert not (tmp_path / "whole" / SPILL).exists()  # the decoded arrays on disk go when the run ends
     assert [h["epoch"] for h in whole.history] == [0, 1, 2] and [h["quantised"] for h in whole.history] == [0, 0, 1]
 
     class Interrupted(Exception):
@@ -281,8 +289,10 @@ def test_the_float_phase_stops_early_and_a_resumed_run_keeps_its_phase(world, tm
     with pytest.raises(Interrupted):
         run(cfg, world["targets"], world["init"], tmp_path / "cut", progress=stop_in_epoch_2)
     assert (tmp_path / "cut" / CHECKPOINT).exists() and not (tmp_path / "cut" / "student.pt").exists()
+    assert (tmp_path / "cut" / SPILL / "features.bin").exists()  # left by the interruption, rebuilt by the rerun
     resumed = run(cfg, world["targets"], world["init"], tmp_path / "cut")
     assert resumed.resumed_from_epoch == 2 and resumed.stopped_early and resumed.float_epochs == 2
+    assert not (tmp_path / "cut" / SPILL).exists()
     assert [(h["epoch"], h["quantised"]) for h in resumed.history] == [(2, 1.0)]
     a, _ = load_network(whole.network)
     b, _ = load_network(resumed.network)
