@@ -11,17 +11,28 @@ result: ``out_dir/kickstart.pt`` (the network, its shape, mode and held-out figu
 from __future__ import annotations
 
 import json
+import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import lightning as L
 import numpy as np
+import pyarrow as pa
 import torch
 
 from gpu.loong_expert_net import LoongExpertNet, count_params
-from gpu.loong_kickstart import VALUE_LOSSES, DecisionDataModule, KickstartData, KickstartModule, Ragged, decode
+from gpu.loong_kickstart import (
+    VALUE_LOSSES,
+    DecisionDataModule,
+    KickstartData,
+    KickstartModule,
+    Ragged,
+    concat_data,
+    decode,
+    spill_data,
+)
 from gpu.loong_shapes import SHAPES
 from ops.checkpoints import (
     AtomicLastCheckpoint,
@@ -31,7 +42,8 @@ from ops.checkpoints import (
     read_torch_file,
     save_checkpoint,
 )
-from ops.loong_dataset import DatasetError, load_dataset
+from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
+from ops.loong_dataset import DatasetError, iter_shards, shard_files, shard_rows
 from ops.profiles import override
 from ops.tracking import NullTracker, Tracker
 
@@ -238,6 +250,49 @@ def decode_table(table, columns: Sequence[str], ragged: Sequence[str], **decode_
     return decode(cols, **decode_kw)
 
 
+READ_ROWS = 8_192  # decisions decoded at a time (48,037 teacher-target decisions at once peaked at 12.5 GB)
+SPILL = "decoded"  # under a run's folder: the decoded big arrays on disk while it trains (memory-mapped)
+
+
+def decode_stream(path: str | Path, slices: Iterable[tuple[int, pa.Table]], total: int, columns: Sequence[str],
+                  ragged: Sequence[str], error: type[ValueError], spill: str | Path | None = None) -> KickstartData:
+    """Tables of consecutive rows, ``(first row, table)`` taken one at a time, decoded (``decode_table``) and joined:
+    in memory (``concat_data``) or, with ``spill`` (a folder), the big arrays on disk and memory-mapped
+    (``spill_data``): the same arrays either way, memory bounded by a slice with ``spill``. A bad row raises
+    ``error`` naming ``path`` (and the rows, when ``total`` rows came in more than one slice)."""
+
+    def parts():
+        for start, table in slices:  # the decoder's temporaries are several times its result
+            n = table.num_rows
+            try:
+                part = decode_table(table, columns, ragged)
+            except ValueError as e:
+                if isinstance(e, error):
+                    raise
+                at = f"rows {start}..{start + n - 1}: " if n < total else ""
+                raise error(f"{path}: {at}{e}") from None
+            del table
+            pa.default_memory_pool().release_unused()
+            yield part
+
+    try:
+        return spill_data(parts(), spill) if spill is not None else concat_data(list(parts()))
+    except ValueError as e:
+        if isinstance(e, error):
+            raise
+        raise error(f"{path}: {e}") from None
+
+
+def shard_slices(files: Sequence[Path], columns: Sequence[str], error: type[ValueError],
+                 batch_rows: int = READ_ROWS) -> Iterator[tuple[int, pa.Table]]:
+    """``(first row, table)`` of the checked shards ``files`` read ``batch_rows`` rows at a time, ``columns`` in
+    that order."""
+    start = 0
+    for table in iter_shards(files, error, columns, batch_rows):
+        yield start, table.select(list(columns))
+        start += table.num_rows
+
+
 def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, tracker: Tracker | None = None,
         progress: Progress | None = None) -> KickstartResult:
     """Train on the dataset at ``dataset_path`` (a folder of shards or one file) into ``out_dir``, resuming
@@ -246,17 +301,14 @@ def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, 
     check_config(config)
     tracker = tracker or NullTracker()
     out_dir = Path(out_dir)
-    if not Path(dataset_path).exists():
-        raise DatasetError(f"{dataset_path}: no such dataset file or folder")
-    try:  # the table passed straight on: decode_table frees it column by column
-        data = decode_table(load_dataset(Path(dataset_path), columns=COLUMNS), COLUMNS, RAGGED)
-    except DatasetError:
-        raise
-    except ValueError as e:
-        raise DatasetError(f"{dataset_path}: {e}") from None
+    files = shard_files(dataset_path, DATASET_SCHEMA, DatasetError, "dataset ")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spill = out_dir / SPILL
+    shutil.rmtree(spill, ignore_errors=True)
+    data = decode_stream(dataset_path, shard_slices(files, COLUMNS, DatasetError), shard_rows(files), COLUMNS, RAGGED,
+                         DatasetError, spill)
     if len(data) < 2:
         raise DatasetError(f"{dataset_path}: {len(data)} usable decisions (dropped {data.dropped}); need 2 or more")
-    out_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(config.threads)
     dm = DecisionDataModule(data, batch_size=config.batch_size, holdout_fraction=config.holdout, seed=config.seed)
     L.seed_everything(config.seed, verbose=False)
@@ -296,8 +348,11 @@ def run(config: KickstartConfig, dataset_path: str | Path, out_dir: str | Path, 
         "bots": data.bots})
     tracker.log_metrics({f"heldout_{k}": v for k, v in heldout["scalars"].items()})
     seconds = epochs_cb.train_seconds
+    train_rows, val_rows, dropped = len(dm.train_rows), len(dm.val_rows), data.dropped
+    del data, dm, trainer
+    shutil.rmtree(spill, ignore_errors=True)  # the decoded arrays: rebuilt from the dataset by any later run
     return KickstartResult(
-        network=net_path, reliability=png, version=version, params=params, decisions_train=len(dm.train_rows),
-        decisions_val=len(dm.val_rows), dropped=data.dropped, heldout=heldout, history=history,
+        network=net_path, reliability=png, version=version, params=params, decisions_train=train_rows,
+        decisions_val=val_rows, dropped=dropped, heldout=heldout, history=history,
         samples_per_second=epochs_cb.samples / seconds if seconds else 0.0, resumed_from_epoch=resume,
         wall_seconds=time.perf_counter() - t0)

@@ -37,20 +37,23 @@ import pyarrow as pa
 import torch
 
 from gpu.loong_expert_net import count_params
-from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule, concat_data, spill_data
+from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule
 from ops.checkpoints import AtomicLastCheckpoint, model_version, save_checkpoint
-from ops.loong_dataset import iter_shards, read_shards, shard_files, shard_rows
+from ops.loong_dataset import read_shards, shard_files, shard_rows
 from ops.loong_kickstart import COLUMNS as KICKSTART_COLUMNS
 from ops.loong_kickstart import (
     GENERATORS,
     KIND,
+    READ_ROWS,
+    SPILL,
     KickstartError,
     _Epochs,
     _resume_epoch,
     check_training,
-    decode_table,
+    decode_stream,
     load_network,
     reliability_png,
+    shard_slices,
 )
 from ops.loong_teacher_targets import SCHEMA  # the targets: one schema, written there
 from ops.profiles import Profiles
@@ -62,7 +65,6 @@ RAGGED = ("crop", "overview", "scalars", "features", "taps", "teacher_policy")
 CHECKPOINT = "checkpoint.pt"  # Lightning's own checkpoint, rewritten every epoch
 NETWORK = "student.pt"  # the kickstart's format (kind loong_kickstart): ops.loong_network.export reads it
 RELIABILITY = "reliability.png"
-SPILL = "decoded"  # the decoded targets' big arrays on disk while the student trains (memory-mapped)
 MONITOR = "val/soft_ce"  # the early stop's figure: held-out soft cross-entropy
 MIN_DELTA = 1e-3  # nats: a smaller fall is no improvement
 
@@ -152,7 +154,6 @@ def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.T
     return read_shards(path, SCHEMA, StudentError, columns, "targets ")
 
 
-READ_ROWS = 8_192  # decisions decoded at a time (48,037 at once peaked at 12.5 GB for a 3.1 GB result)
 
 
 def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows: int = READ_ROWS,
@@ -167,12 +168,10 @@ def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows
     files = shard_files(path, SCHEMA, StudentError, "targets ")
     extra = positions is not None and positions.num_rows > 0
     columns = (*COLUMNS, "weight") if extra else COLUMNS
-    total = shard_rows(files) + (positions.num_rows if extra else 0)
 
     def slices():
         start, schema = 0, None
-        for table in iter_shards(files, StudentError, COLUMNS, batch_rows):
-            table = table.select(list(COLUMNS))
+        for start, table in shard_slices(files, COLUMNS, StudentError, batch_rows):
             if extra:
                 games = table["game"].to_numpy()
                 if len(games) and games.min() < 0:
@@ -190,23 +189,8 @@ def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows
             rows = student_rows(positions, COLUMNS)
             yield start, rows.cast(schema) if schema is not None else rows
 
-    def parts():
-        for start, table in slices():  # the decoder's temporaries are several times its result
-            try:
-                part = decode_table(table, columns, RAGGED)
-            except ValueError as e:
-                at = f"rows {start}..{start + table.num_rows - 1}: " if table.num_rows < total else ""
-                raise StudentError(f"{path}: {at}{e}") from None
-            del table
-            pa.default_memory_pool().release_unused()
-            yield part
-
-    try:
-        data = spill_data(parts(), spill) if spill is not None else concat_data(list(parts()))
-    except ValueError as e:
-        if isinstance(e, StudentError):
-            raise
-        raise StudentError(f"{path}: {e}") from None
+    total = shard_rows(files) + (positions.num_rows if extra else 0)
+    data = decode_stream(path, slices(), total, columns, RAGGED, StudentError, spill)
     if extra:
         data.train_only = data.game < 0
     return data

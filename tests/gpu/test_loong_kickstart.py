@@ -26,11 +26,15 @@ from ops.loong_dataset import SCHEMA, DatasetError
 from ops.loong_kickstart import (
     CHECKPOINT,
     COLUMNS,
+    RAGGED,
+    SPILL,
     KickstartConfig,
     KickstartError,
     check_config,
+    decode_stream,
     load_network,
     run,
+    shard_slices,
     with_overrides,
 )
 
@@ -225,6 +229,41 @@ def test_an_interrupted_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_p
     assert resumed.version == whole.version
     assert resumed.heldout["scalars"] == whole.heldout["scalars"]
     assert whole.reliability.read_bytes()[:4] == b"\x89PNG"
+    assert not (tmp_path / "whole" / SPILL).exists() and not (tmp_path / "cut" / SPILL).exists()
+
+
+def test_the_dataset_streams_in_slices_to_the_arrays_decoded_at_once(tmp_path):
+    """The kickstart reads its dataset a slice of rows at a time (two shards here), in memory or spilled to disk
+    and memory-mapped: every array is what decoding the whole table at once gives; a bad row names its rows."""
+    import dataclasses
+
+    from ops.loong_dataset import shard_files, shard_rows
+
+    ds = write_dataset(synthetic_columns(games=5, rows=8), tmp_path / "ds")
+    second = synthetic_columns(games=2, rows=9, seed=1)
+    second["game"] = [g + 5 for g in second["game"]]
+    write_dataset(second, tmp_path / "ds2")
+    (tmp_path / "ds2" / "part-000000.parquet").rename(ds / "part-000005.parquet")
+    files = shard_files(ds, SCHEMA, DatasetError)
+    total = shard_rows(files)
+    whole = decode_stream(ds, shard_slices(files, COLUMNS, DatasetError, 10**9), total, COLUMNS, RAGGED, DatasetError)
+    assert len(files) == 2 and total == 58 and len(whole) > 0
+    for rows, spill in ((7, None), (7, tmp_path / "spill"), (10**9, tmp_path / "spill-whole")):
+        got = decode_stream(ds, shard_slices(files, COLUMNS, DatasetError, rows), total, COLUMNS, RAGGED,
+                            DatasetError, spill)
+        for f in dataclasses.fields(whole):
+            a, b = getattr(whole, f.name), getattr(got, f.name)
+            if isinstance(a, np.ndarray):
+                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+            else:
+                assert a == b, f.name
+    bad = synthetic_columns(games=2, rows=8)
+    bad["candidate_count"][9] += 1  # row 9: one candidate more than its features hold
+    write_dataset(bad, tmp_path / "bad")
+    files = shard_files(tmp_path / "bad", SCHEMA, DatasetError)
+    with pytest.raises(DatasetError, match=r"bad: rows 7\.\.13: "):
+        decode_stream(tmp_path / "bad", shard_slices(files, COLUMNS, DatasetError, 7), 16, COLUMNS, RAGGED,
+                      DatasetError)
 
 
 @pytest.mark.parametrize("field, value, line", [
