@@ -84,6 +84,7 @@ class StudentConfig:
     seed: int = 0  # split and shuffle
     threads: int = 1  # torch CPU threads
     accelerator: str = "cpu"  # Lightning's: cpu, gpu or auto
+    row_weights: str = "uniform"  # "regret": a decision weighs (value_lost + m) / 2m, m the mean (regret_weights)
 
 
 PROFILES = {
@@ -143,6 +144,8 @@ def check_config(cfg: StudentConfig) -> None:
         raise StudentError(f"value_mix: a weight in [0, 1], got {cfg.value_mix}")
     if cfg.patience and cfg.holdout == 0:
         raise StudentError(f"patience: {cfg.patience} needs held-out games to watch (holdout > 0)")
+    if cfg.row_weights not in ROW_WEIGHTS:
+        raise StudentError(f"row_weights: {cfg.row_weights!r}, want one of {', '.join(ROW_WEIGHTS)}")
     if cfg.accelerator not in ("cpu", "gpu", "auto"):
         raise StudentError(f"accelerator: {cfg.accelerator!r}, want cpu, gpu or auto")
 
@@ -156,8 +159,25 @@ def load_targets(path: str | Path, columns: Sequence[str] | None = None) -> pa.T
 
 
 
+ROW_WEIGHTS = ("uniform", "regret")
+
+
+def regret_weights(path: str | Path) -> np.ndarray:
+    """[N] the targets' decisions weighted by the value the network's own move lost against the teacher's choice
+    (AggreVaTe's cost-sensitive imitation, Ross and Bagnell 2014: the loss where the move matters): (value_lost + m)
+    / 2m with m the mean value lost, so a decision the network already plays as the teacher weighs 1/2, an average
+    one 1, and the weights average 1; a decision without a value lost (its move not searched: NaN) weighs 1. The
+    half-and-half mix with uniform weights is a placeholder."""
+    lost = load_targets(path, ["value_lost"])["value_lost"].to_numpy(zero_copy_only=False).astype(np.float64)
+    known = np.isfinite(lost)
+    m = float(np.clip(lost[known], 0, None).mean()) if known.any() else 0.0
+    if m <= 0:
+        return np.ones(len(lost), np.float32)
+    return np.where(known, (np.clip(lost, 0, None) + m) / (2 * m), 1.0).astype(np.float32)
+
+
 def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows: int = READ_ROWS,
-                 spill: str | Path | None = None) -> KickstartData:
+                 spill: str | Path | None = None, weights: np.ndarray | None = None) -> KickstartData:
     """The targets decoded for training (``gpu.loong_kickstart.decode`` with soft targets); a bad file or row is
     a StudentError naming the file (and the column). The shards are read and decoded ``batch_rows`` decisions at a
     time; with ``spill`` (a folder) the big arrays go to disk as they are decoded and come back memory-mapped
@@ -167,7 +187,8 @@ def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows
     negative, the targets' never)."""
     files = shard_files(path, SCHEMA, StudentError, "targets ")
     extra = positions is not None and positions.num_rows > 0
-    columns = (*COLUMNS, "weight") if extra else COLUMNS
+    weighted = extra or weights is not None
+    columns = (*COLUMNS, "weight") if weighted else COLUMNS
 
     def slices():
         start, schema = 0, None
@@ -178,8 +199,10 @@ def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows
                     row = int(np.flatnonzero(games < 0)[0])
                     raise StudentError(f"{path}: game: row {start + row} holds {games[row]}; negative games are "
                                        "the positions'")
-                table = table.replace_schema_metadata(None).append_column(
-                    pa.field("weight", pa.float32()), pa.array(np.ones(table.num_rows, np.float32)))
+            if weighted:
+                w = np.ones(table.num_rows, np.float32) if weights is None else weights[start:start + table.num_rows]
+                table = table.replace_schema_metadata(None).append_column(pa.field("weight", pa.float32()),
+                                                                          pa.array(w))
                 schema = table.schema
             yield start, table
             start += table.num_rows
@@ -253,7 +276,8 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
     out_dir.mkdir(parents=True, exist_ok=True)
     spill = out_dir / SPILL
     shutil.rmtree(spill, ignore_errors=True)
-    data = read_targets(targets_path, table, spill=spill)
+    weights = regret_weights(targets_path) if config.row_weights == "regret" else None
+    data = read_targets(targets_path, table, spill=spill, weights=weights)
     used = data.train_only if data.train_only is not None else np.zeros(len(data), bool)
     pos_info = ({"rows": int(used.sum()), "total_weight": float(data.weight[used].sum()),
                  "dropped": int(table.num_rows - used.sum())} if table is not None and table.num_rows else {})

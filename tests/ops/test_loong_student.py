@@ -43,6 +43,7 @@ from ops.loong_student import (
     main,
     profile_config,
     read_targets,
+    regret_weights,
     run,
 )
 from ops.tracking import NullTracker
@@ -196,6 +197,26 @@ def test_reading_in_batches_gives_the_rows_read_at_once(world, tmp_path):
         spill_data([], tmp_path / "none")
 
 
+def test_regret_weights_weigh_a_decision_by_the_value_its_move_lost(world, tmp_path):
+    """row_weights 'regret': (value_lost + m) / 2m, m the mean value lost, 1 where none is known; the weights reach
+    every kept row's loss (read_targets' weight) and a run trains with them."""
+    lost = load_targets(world["targets"], ["value_lost"])["value_lost"].to_numpy(zero_copy_only=False)
+    known = np.isfinite(lost)
+    assert known.any() and (lost[known] > 0).any()
+    m = lost[known].clip(0).mean()
+    w = regret_weights(world["targets"])
+    assert np.allclose(w[known], (lost[known].clip(0) + m) / (2 * m)) and np.all(w[~known] == 1)
+    assert np.isclose(w[known].mean(), 1.0)
+    plain = read_targets(world["targets"])
+    data = read_targets(world["targets"], weights=w, batch_rows=7)
+    assert plain.weight is None and data.weight is not None and len(data.weight) == len(data) == len(plain)
+    if not any(plain.dropped.values()):
+        assert np.array_equal(data.weight, w)
+    r = run(profile_config("test", row_weights="regret"), world["targets"], world["init"], tmp_path / "regret")
+    u = run(profile_config("test"), world["targets"], world["init"], tmp_path / "uniform")
+    assert r.version != u.version  # the weights changed the training
+
+
 def test_the_value_target_mixes_the_outcome_and_the_teachers_value(world):
     data = read_targets(world["targets"])
     batch = DecisionDataset(data, np.arange(40)).__getitems__(list(range(40)))
@@ -310,6 +331,7 @@ def test_the_float_phase_stops_early_and_a_resumed_run_keeps_its_phase(world, tm
     (dict(learning_rate=0.0), "learning_rate: must be positive, got 0.0"),
     (dict(value_loss="l1"), "value_loss: 'l1', want one of bce, mse"),
     (dict(accelerator="tpu"), "accelerator: 'tpu', want cpu, gpu or auto"),
+    (dict(row_weights="equal"), "row_weights: 'equal', want one of uniform, regret"),
 ])
 def test_a_bad_config_is_one_line_naming_the_field(overrides, line):
     with pytest.raises(StudentError) as e:
