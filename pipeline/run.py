@@ -20,15 +20,16 @@ LOG_LEVEL = "INFO"
 
 
 def verdict_lines(result) -> list[str]:
-    """Every evaluated check as its verdict (a gate's headline and description) or one line; then every failed
+    """Every evaluated check as its verdict (a gate's headline and what was published; a check that did not pass adds
+    its description and the next step) or one line; then every failed
     step's one-line reason (a failed blocking check's own failure is its verdict, not repeated)."""
     lines = []
     for ev in result.get_asset_check_evaluations():
         meta = {k: v.value for k, v in ev.metadata.items()}
-        if "verdict" in meta:
+        if "verdict" in meta:  # a passed check: its headline and what was published; any other: its whole block
             lines.append(f"== {meta['verdict']}")
             lines += [f"   {meta[k]}" if k == "statistic" else f"   {k}: {meta[k]}"
-                      for k in ("statistic", "published", "next") if meta.get(k)]
+                      for k in (("published",) if ev.passed else ("statistic", "published", "next")) if meta.get(k)]
         else:
             lines.append(f"== {ev.check_name} ({ev.asset_key.to_user_string()}): "
                          f"{'pass' if ev.passed else 'FAIL'}")
