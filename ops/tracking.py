@@ -19,6 +19,7 @@ opens the experiments list in the model-training view.
 from __future__ import annotations
 
 import fcntl
+import json
 import math
 import os
 import sqlite3
@@ -99,6 +100,15 @@ def ui_base(tracking_uri: str | None = None) -> str:
 def run_url(base: str, experiment_id: str, run_id: str) -> str:
     """The run's page in the MLflow UI, in its model-training view."""
     return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING_VIEW}"
+
+
+def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
+    """MLflow UI's compare view of ``run_ids`` (runs side by side, in the model-training view)."""
+    from urllib.parse import quote
+
+    runs = quote(json.dumps(run_ids, separators=(",", ":")))
+    exps = quote(json.dumps([experiment_id], separators=(",", ":")))
+    return f"{base.rstrip('/')}/#/compare-runs?runs={runs}&experiments={exps}&{MODEL_TRAINING_VIEW}"
 
 
 class MlflowTracker:
