@@ -7,7 +7,7 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import run_metadata, validated, version_id
+from assets.metadata import rate_value, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import RELEASE_GATE, SEARCH_GATE
 
@@ -87,9 +87,9 @@ def run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow,
         "network": dg.MetadataValue.text(name),
         "opponent": dg.MetadataValue.text(opponent),
         "record": dg.MetadataValue.text(f"{m.wins}-{m.draws}-{m.losses}"),
-        "score": dg.MetadataValue.float(m.score),
-        "wilson_low": dg.MetadataValue.float(lo),
-        "wilson_high": dg.MetadataValue.float(hi),
+        "score": rate_value(m.score),
+        "wilson_low": rate_value(lo),
+        "wilson_high": rate_value(hi),
         "simulations_a_turn": dg.MetadataValue.float(m.simulations_a_turn),
         "changed_share": dg.MetadataValue.float(m.changed_share),
         "passed": dg.MetadataValue.bool(passed),
