@@ -249,9 +249,9 @@ class MimicsAssetConfig(dg.Config):
 @dg.asset(
     group_name=GROUP, deps=["loong_replay_dataset"], kinds={"pytorch", "wasm", "mlflow"},
     check_specs=[dg.AssetCheckSpec("mimics_fidelity", asset="loong_mimics",
-                                   description="every mimic agrees with its bot on held-out games at least as often "
-                                               "as ops.loong_mimic.FIDELITY_THRESHOLD; a mimic that does not is left "
-                                               "out of the league (reported, not blocking)")],
+                                   description="every mimic plays its bot's move on at least 60% of the held-out "
+                                               "games' decisions; a mimic that does not is left out of the league "
+                                               "(reported, not blocking)")],
 )
 def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, mlflow: MlflowResource,
                  artifact_store: ArtifactStoreResource, profile: ProfileResource,
