@@ -232,6 +232,30 @@ def register_model(tracker: MlflowTracker, path: str | Path, name: str, tags: Ma
     return str(version.version)
 
 
+def register_run_files(run_id: str, path: str | Path, name: str, tags: Mapping[str, str] | None = None,
+                       tracking_uri: str | None = None) -> str:
+    """``register_model`` for a run that may have ended (a check's run, registered after its verdict): ``path`` logged
+    as the run's ``model`` artifacts and registered as a new version of ``name`` from that run (its metrics are the
+    version's), tagged with ``tags``; returns the version."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
+    path = Path(path)
+    if path.is_dir():
+        client.log_artifacts(run_id, str(path), artifact_path="model")
+    else:
+        client.log_artifact(run_id, str(path), artifact_path="model")
+    try:
+        client.get_registered_model(name)
+    except MlflowException:
+        client.create_registered_model(name)
+    source = f"{client.get_run(run_id).info.artifact_uri}/model"
+    version = client.create_model_version(name, source, run_id=run_id,
+                                          tags={k: str(v) for k, v in (tags or {}).items()})
+    return str(version.version)
+
+
 def model_version_by_tag(name: str, key: str, value: str, tracking_uri: str | None = None) -> str | None:
     """The newest version of registered model ``name`` whose tag ``key`` is ``value``; None when none is."""
     from mlflow import MlflowClient
