@@ -11,7 +11,7 @@ from assets.celldiv_league import ELITE_BARS, celldiv_league, order_checks
 from games.league import LeagueResult
 from games.stats import MatchTally, Rating
 from ops.celldiv_league import LeagueConfig, LeagueReport
-from pipeline.run import run
+from pipeline.run import report_last, run
 
 
 def _report(tallies, ratings):
@@ -82,11 +82,16 @@ def test_a_league_job_whose_blocking_check_does_not_pass_ends_with_verdicts_and_
     job = dg.define_asset_job("league_only", selection=["celldiv_league"])
     defs = dg.Definitions(assets=[celldiv_league], jobs=[job], resources=resources)
     config = {"players": ["random", "easy", "medium"], "games": 2, "sizes": "4", "release_gate": True}
-    out = io.StringIO()
+    out, again = io.StringIO(), io.StringIO()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         code = run("league_only", defs=defs, instance=instance, out=out,
                    run_config={"ops": {"celldiv_league": {"config": config}}})
+        # make demo's way: the job ran on Dagster's executor; its verdicts are read back from the instance
+        assert report_last("league_only", instance=instance, out=again) == 1
+        assert report_last("never_ran", instance=instance, out=io.StringIO()) == 2
     text = out.getvalue()
+    assert again.getvalue().splitlines()[2:] == text.splitlines()[2:]  # the same verdict lines
+    assert again.getvalue().splitlines()[1].startswith("league_only (run ")
     assert code == 1 and "league_only: stopped" in text, text
     lines = text.splitlines()
     medium = next(line for line in lines if line.startswith("== medium_beats_easy: "))
