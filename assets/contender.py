@@ -85,6 +85,7 @@ def _check(asset: str, v, warnings: list[str] | None = None) -> dg.AssetCheckRes
         check_name="contender_passes", asset_key=asset, passed=v.passed, severity=dg.AssetCheckSeverity.WARN,
         metadata={"statistic": v.statistic, "value": round(float(v.value), 3), "bar": float(v.bar),
                   "score_rate": round(float(v.score_rate), 3), "elo_diff": round(float(v.elo_diff), 1),
+                  "state": v.verdict, **({"decisive_games": v.decisive_games} if v.decisive_games else {}),
                   **({"warnings": "; ".join(warnings)} if warnings else {})})
 
 

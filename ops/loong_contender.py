@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from games.gate import decisive_games
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.maps import SYMMETRIES, LoongMap
@@ -141,10 +142,20 @@ class MatchVerdict:
 
     @property
     def verdict(self) -> str:
-        return "pass" if self.passed else "fail"
+        """'pass' on the bar; else 'inconclusive' while the Wilson interval still holds the bar (the match was too
+        small to tell), 'fail' when it lies wholly below it."""
+        if self.passed:
+            return "pass"
+        return "inconclusive" if self.wilson_low <= self.bar <= self.wilson_high else "fail"
+
+    @property
+    def decisive_games(self) -> int | None:
+        """Inconclusive: the smallest match at this score rate whose interval would leave the bar (None otherwise,
+        or when the rate is the bar itself)."""
+        return decisive_games(self.score_rate, self.bar, self.games) if self.verdict == "inconclusive" else None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "verdict": self.verdict}
+        return {**asdict(self), "verdict": self.verdict, "decisive_games": self.decisive_games}
 
 
 def match_verdict(tally: MatchTally, statistic: str, bar: float) -> MatchVerdict:
@@ -466,7 +477,10 @@ def summary_line(r) -> str:
     v = r.verdict
     return (f"{r.contender} vs {r.current}: {v.wins}-{v.draws}-{v.losses} of {v.games}, score rate "
             f"{v.score_rate:.3f} (Wilson 95% {v.wilson_low:.3f}-{v.wilson_high:.3f}), Elo {v.elo_diff:+.0f} "
-            f"({v.elo_low:+.0f} .. {v.elo_high:+.0f}); bar {v.statistic} >= {v.bar:g}: {v.verdict.upper()}")
+            f"({v.elo_low:+.0f} .. {v.elo_high:+.0f}); bar {v.statistic} >= {v.bar:g}: {v.verdict.upper()}"
+            + ("" if v.verdict != "inconclusive" else
+               f" (the interval holds the bar: about {v.decisive_games:,} games at this rate would decide)"
+               if v.decisive_games else " (the rate is the bar: no match size decides)"))
 
 
 def report_lines(r) -> list[str]:

@@ -109,5 +109,11 @@ def test_a_side_out_of_points_on_every_turn_is_warned_about():
                             "its cost measures the judge's allowance, not its work"]
     assert "warning: build:spin ran out of points on every turn" in "\n".join(report_lines(r))
     assert r.summary()["warnings"] == r.warnings()
+    # 0.39-0.70 holds the bar 0.5: inconclusive, with the size that would decide
+    assert verdict.verdict == "inconclusive" and verdict.decisive_games > 36
+    assert f"INCONCLUSIVE (the interval holds the bar: about {verdict.decisive_games:,} games at this rate would " \
+           "decide)" in "\n".join(report_lines(r))
+    below = MatchVerdict(36, 5, 0, 31, 0.14, 0.06, 0.29, -300.0, -450.0, -180.0, "wilson_low", 0.06, 0.5, False)
+    assert below.verdict == "fail" and below.decisive_games is None
     r.match_points["contender"].append(99)  # one turn within its points: it measured something
     assert r.warnings() == []
