@@ -10,6 +10,7 @@ from pydantic import Field
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
+from games.gate import INCONCLUSIVE, PASS, Gate
 from ops import celldiv_league as league_op
 from ops.plots import league_png
 
@@ -117,10 +118,10 @@ ELO_ORDER = ["elite", "switching", "hard", "medium", "easy", "random"]
 ELO_CHECKS = list(zip(ELO_ORDER, ELO_ORDER[1:]))
 # the checks that guard Elite's release (the Elite row): blocking, and errors at release scale
 RELEASE_CHECKS = {("elite", "medium")}
-# issue 15's bars for the Elite, fixed before the league plays: (score rate, games) against each; reported with
-# Wilson intervals as warnings (not blocking: the product's promise is the Elo order above)
+# issue 15's bars for the Elite, fixed before the league plays: the score rate against each, as gates (the Wilson
+# lower bound above the bar; judged on the league's games: small 200, full 400); reported, not blocking (the
+# product's promise is the Elo order above)
 ELITE_BARS = {"switching": 0.65, "hard": 0.75}
-BAR_GAMES = 200
 RELEASE_PROFILES = ("small", "full")  # the test profile trains far below release strength
 
 
@@ -132,33 +133,43 @@ def elo_check_name(strong: str, weak: str) -> str:
     return f"elo_{strong}_above_{weak}".replace("-", "_")
 
 
-def _spec(name: str, strong: str, what: str, release: bool) -> dg.AssetCheckSpec:
-    if release:
-        return dg.AssetCheckSpec(
-            name, asset="celldiv_league", blocking=True,
-            description=f"{what}; guards {strong}'s release: an error that stops the run in the small and full "
-                        "profiles (or with release_gate), a warning in the test profile")
-    return dg.AssetCheckSpec(name, asset="celldiv_league", description=what)
-
-
 def bar_check_name(weak: str) -> str:
     return f"elite_bar_vs_{weak}".replace("-", "_")
 
 
+# Each head-to-head check and each Elite bar is a games.gate.Gate (issue 39 item 5): it passes when the Wilson 95%
+# lower bound of the score rate is above its bar, fails when the upper bound is below it, and is inconclusive while
+# the interval holds the bar (then its verdict names the games a pairing that would decide it).
+def order_gate(strong: str, weak: str) -> Gate:
+    return Gate(check_name(strong, weak), f"{strong}'s score rate against {weak} in the league", bar=0.5)
+
+
+def bar_gate(weak: str) -> Gate:
+    return Gate(bar_check_name(weak), f"elite's score rate against {weak} in the league (the bar set for the Elite "
+                                      f"before it was trained)", bar=ELITE_BARS[weak])
+
+
+RELEASE_WORDS = ("; guards the Elite's release: in the small and full profiles (or with release_gate) a check that "
+                 "does not pass stops the run, in the test profile it is a warning")
+
+
+def _spec(name: str, what: str, release: bool) -> dg.AssetCheckSpec:
+    if release:
+        return dg.AssetCheckSpec(name, asset="celldiv_league", blocking=True, description=what + RELEASE_WORDS)
+    return dg.AssetCheckSpec(name, asset="celldiv_league", description=what + "; reported, not blocking")
+
+
 def bar_check_spec(weak: str) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(
-        bar_check_name(weak), asset="celldiv_league",
-        description=f"elite scores at least {ELITE_BARS[weak]:.0%} against {weak} over at least {BAR_GAMES} games "
-                    "(issue 15's bar; a warning, not blocking)")
+    return _spec(bar_check_name(weak), bar_gate(weak).describe(), False)
 
 
 def check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
-    return _spec(check_name(strong, weak), strong, f"{strong} scores over half against {weak}",
-                 (strong, weak) in RELEASE_CHECKS)
+    return _spec(check_name(strong, weak), order_gate(strong, weak).describe(), (strong, weak) in RELEASE_CHECKS)
 
 
 def elo_check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
-    return _spec(elo_check_name(strong, weak), strong, f"{strong}'s Elo is above {weak}'s", strong == "elite")
+    return _spec(elo_check_name(strong, weak), f"{strong}'s Elo rating is above {weak}'s in the league's fit of all "
+                 "its games (whether their 95% intervals also separate is said, not required)", strong == "elite")
 
 
 class FullLeagueConfig(dg.Config):
@@ -178,50 +189,80 @@ class FullLeagueConfig(dg.Config):
                                   "the small and full profiles (the test profile trains far below release strength)")
 
 
-def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
-    def severity(release: bool) -> dg.AssetCheckSeverity:
-        return dg.AssetCheckSeverity.WARN if release and not release_gate else dg.AssetCheckSeverity.ERROR
+LEAGUE_PUBLISHED = "the league (celldiv_league: Elo, pairings, plots), whatever its checks say"
 
+
+def gate_check(gate: Gate, pair: str, tally, *, blocking: bool, release_gate: bool, next_words: str,
+               games_field: str) -> dg.AssetCheckResult:
+    """One gate's check from a pairing's tally (``tally``: the strong side's; None: not played). Passed only on PASS;
+    a blocking check (with ``release_gate``) that does not pass is an error that stops the run, any other one a
+    warning when inconclusive and an error (not blocking) when failed."""
+    if tally is None:
+        return dg.AssetCheckResult(
+            check_name=gate.name, passed=False,
+            severity=dg.AssetCheckSeverity.ERROR if blocking and release_gate else dg.AssetCheckSeverity.WARN,
+            metadata={"verdict": f"{gate.name}: NOT PLAYED: {pair} was not in the league",
+                      "statistic": gate.describe()})
+    v = gate.verdict(tally.wins, tally.draws, tally.losses)
+    if v.state == INCONCLUSIVE:
+        after = (f"celldiv_league_job with {games_field}: {v.decisive_games} (about that many games at this rate "
+                 "would decide)" if v.decisive_games else "more games (the rate is the bar itself)")
+    else:
+        after = next_words if v.state != PASS else ""
+    if v.passed:
+        severity = dg.AssetCheckSeverity.ERROR
+    elif blocking and release_gate:
+        severity = dg.AssetCheckSeverity.ERROR
+    else:
+        severity = dg.AssetCheckSeverity.WARN if v.state == INCONCLUSIVE or blocking else dg.AssetCheckSeverity.ERROR
+    return dg.AssetCheckResult(check_name=gate.name, passed=v.passed, severity=severity,
+                               metadata=v.metadata(published=LEAGUE_PUBLISHED, next_command=after))
+
+
+def _games_field(config, strong: str, weak: str) -> str:
+    searching = config is not None and (strong in config.search_players or weak in config.search_players)
+    return "search_games" if searching else "games"
+
+
+def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
+    config = getattr(report, "config", None)
     results = []
     for strong, weak in ORDER_CHECKS:
-        level = severity((strong, weak) in RELEASE_CHECKS)
-        t = report.result.tally(strong, weak)
-        if t is None:
-            results.append(dg.AssetCheckResult(check_name=check_name(strong, weak), passed=False, severity=level,
-                                               metadata={"reason": f"{strong} vs {weak} was not played"}))
-            continue
-        s = t.summary()
-        results.append(dg.AssetCheckResult(
-            check_name=check_name(strong, weak), passed=s["score_rate"] > 0.5, severity=level,
-            metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"],
-                      "wilson_high": s["wilson_high"], "games": s["games"]}))
+        results.append(gate_check(order_gate(strong, weak), f"{strong} vs {weak}", report.result.tally(strong, weak),
+                                  blocking=(strong, weak) in RELEASE_CHECKS, release_gate=release_gate,
+                                  next_words=f"a stronger {strong} (celldiv_job)",
+                                  games_field=_games_field(config, strong, weak)))
     elo = {r.player: r for r in report.result.ratings}
     for strong, weak in ELO_CHECKS:
-        level = severity(strong == "elite")
+        blocking = strong == "elite"
+        level = dg.AssetCheckSeverity.ERROR if not blocking or release_gate else dg.AssetCheckSeverity.WARN
+        name = elo_check_name(strong, weak)
         if strong not in elo or weak not in elo:
+            missing = strong if strong not in elo else weak
             results.append(dg.AssetCheckResult(
-                check_name=elo_check_name(strong, weak), passed=False, severity=level,
-                metadata={"reason": f"{strong if strong not in elo else weak} is not in the league"}))
+                check_name=name, passed=False, severity=level,
+                metadata={"verdict": f"{name}: NOT PLAYED: {missing} is not in the league",
+                          "reason": f"{missing} is not in the league"}))
             continue
         hi, lo = elo[strong], elo[weak]
+        passed = bool(hi.elo > lo.elo)
+        apart = hi.low > lo.high
+        words = (f"{name}: {'PASS' if passed else 'FAIL'}: {strong} {hi.elo:+.0f} (95% {hi.low:+.0f} .. "
+                 f"{hi.high:+.0f}), {weak} {lo.elo:+.0f} (95% {lo.low:+.0f} .. {lo.high:+.0f}); "
+                 + ("the intervals separate" if apart else "the intervals overlap: the order is not yet certain at "
+                    "this size"))
         results.append(dg.AssetCheckResult(
-            check_name=elo_check_name(strong, weak), passed=bool(hi.elo > lo.elo), severity=level,
-            metadata={f"elo_{strong}": hi.elo, f"elo_{weak}": lo.elo, "gap": hi.elo - lo.elo,
-                      f"low_{strong}": hi.low, f"high_{weak}": lo.high}))
-    for weak, bar in ELITE_BARS.items():
-        t = report.result.tally("elite", weak)
-        name = bar_check_name(weak)
-        if t is None:
-            results.append(dg.AssetCheckResult(check_name=name, passed=False, severity=dg.AssetCheckSeverity.WARN,
-                                               metadata={"reason": f"elite vs {weak} was not played"}))
-            continue
-        s = t.summary()
-        enough = s["games"] >= BAR_GAMES
-        results.append(dg.AssetCheckResult(
-            check_name=name, passed=bool(enough and s["score_rate"] >= bar), severity=dg.AssetCheckSeverity.WARN,
-            metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"], "wilson_high": s["wilson_high"],
-                      "games": s["games"], "bar": bar, "bar_games": BAR_GAMES,
-                      **({} if enough else {"reason": f"{s['games']} games; the bar is judged on {BAR_GAMES}"})}))
+            check_name=name, passed=passed, severity=level,
+            metadata={"verdict": words, "published": LEAGUE_PUBLISHED,
+                      **({} if passed else {"next": f"a stronger {strong} (celldiv_job)"}),
+                      f"elo_{strong}": round(hi.elo, 1), f"elo_{weak}": round(lo.elo, 1),
+                      "gap": round(hi.elo - lo.elo, 1), f"low_{strong}": round(hi.low, 1),
+                      f"high_{weak}": round(lo.high, 1), "intervals_separate": apart}))
+    for weak in ELITE_BARS:
+        results.append(gate_check(bar_gate(weak), f"elite vs {weak}", report.result.tally("elite", weak),
+                                  blocking=False, release_gate=release_gate,
+                                  next_words="a stronger Elite (celldiv_job)",
+                                  games_field=_games_field(config, "elite", weak)))
     return results
 
 

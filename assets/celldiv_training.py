@@ -226,8 +226,9 @@ ELITE_MODEL = "celldiv-elite"  # MLflow's registered model of every Elite export
 @dg.asset(
     group_name=GROUP, deps=[celldiv_student], kinds={"onnx", "mlflow"}, op_tags=CRITICAL,
     check_specs=[dg.AssetCheckSpec("onnx_matches_torch", asset="celldiv_elite_onnx", blocking=True,
-                                   description="same masked argmax as torch on every test position; guards "
-                                               "Elite's release: a failure stops the league downstream")],
+                                   description="the exported ONNX Elite picks the same move as the torch model on "
+                                               "every test position; guards the Elite's release: a failure stops "
+                                               "the league downstream")],
 )
 def celldiv_elite_onnx(context: dg.AssetExecutionContext, artifact_store: ArtifactStoreResource,
                        mlflow: MlflowResource, profile: ProfileResource) -> dg.MaterializeResult:

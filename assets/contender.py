@@ -8,7 +8,6 @@ failures, before any MLflow run is opened.
 """
 
 import json
-from urllib.parse import quote
 
 import dagster as dg
 from pydantic import Field
@@ -18,6 +17,7 @@ from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResou
 from bot.builds import STORE_SUBPATH
 from ops import celldiv_contender as cd_op
 from ops import loong_contender as op
+from ops.tracking import compare_url
 
 LOONG, CELLDIV = "loong", "celldiv"
 
@@ -33,23 +33,16 @@ CELLDIV_PROFILE = {  # profile -> (games, timed moves)
 }
 
 
-def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
-    """MLflow's compare view of ``run_ids`` (model-training view)."""
-    runs = quote(json.dumps(run_ids, separators=(",", ":")))
-    exps = quote(json.dumps([experiment_id], separators=(",", ":")))
-    return f"{base.rstrip('/')}/#/compare-runs?runs={runs}&experiments={exps}&workflowType=machine_learning"
-
-
 def _verdict_metadata(v) -> dict:
     return {
         "verdict": dg.MetadataValue.text(v.verdict),
         "games": dg.MetadataValue.int(v.games),
-        "score_rate": dg.MetadataValue.float(v.score_rate),
-        "wilson_low": dg.MetadataValue.float(v.wilson_low),
-        "wilson_high": dg.MetadataValue.float(v.wilson_high),
-        "elo_diff": dg.MetadataValue.float(v.elo_diff),
-        "elo_diff_low": dg.MetadataValue.float(v.elo_low),
-        "elo_diff_high": dg.MetadataValue.float(v.elo_high),
+        "score_rate": dg.MetadataValue.float(round(v.score_rate, 3)),
+        "wilson_low": dg.MetadataValue.float(round(v.wilson_low, 3)),
+        "wilson_high": dg.MetadataValue.float(round(v.wilson_high, 3)),
+        "elo_diff": dg.MetadataValue.float(round(v.elo_diff, 1)),
+        "elo_diff_low": dg.MetadataValue.float(round(v.elo_low, 1)),
+        "elo_diff_high": dg.MetadataValue.float(round(v.elo_high, 1)),
         "bar": dg.MetadataValue.text(f"{v.statistic} >= {v.bar:g}"),
     }
 
@@ -87,15 +80,18 @@ def _compared(context, mlflow, artifact_store, profile, group: str, asset: str, 
     return result, meta
 
 
-def _check(asset: str, v) -> dg.AssetCheckResult:
+def _check(asset: str, v, warnings: list[str] | None = None) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name="contender_passes", asset_key=asset, passed=v.passed, severity=dg.AssetCheckSeverity.WARN,
-        metadata={"statistic": v.statistic, "value": float(v.value), "bar": float(v.bar),
-                  "score_rate": float(v.score_rate), "elo_diff": float(v.elo_diff)})
+        metadata={"statistic": v.statistic, "value": round(float(v.value), 3), "bar": float(v.bar),
+                  "score_rate": round(float(v.score_rate), 3), "elo_diff": round(float(v.elo_diff), 1),
+                  "state": v.verdict, **({"decisive_games": v.decisive_games} if v.decisive_games else {}),
+                  **({"warnings": "; ".join(warnings)} if warnings else {})})
 
 
-CHECK_DESCRIPTION = ("the contender's {statistic} reached the bar fixed before the match; not blocking: a failed "
-                     "comparison is a result, not an error")
+CHECK_DESCRIPTION = ("the contender's score against the current player reaches the bar set before the match (by "
+                     "default the Wilson 95% lower bound of its score rate, draws counting one half); reported, not "
+                     "blocking: a contender that falls short is a result to read, not an error")
 
 
 class LoongContenderConfig(dg.Config):
@@ -132,22 +128,28 @@ def loong_contender_match(context: dg.AssetExecutionContext, config: LoongConten
         max_rounds=config.max_rounds if config.max_rounds is not None else rounds, seed=config.seed,
         builds=str(artifact_store.store().root.joinpath(*STORE_SUBPATH)))
 
-    def progress(stage: str, done: int, total: int) -> None:
+    def progress(stage: str, done: int, total: int, tally=None) -> None:
         if stage == "metering" or done % 10 == 0 or done == total:
-            context.log.info(f"loong_contender_match: {stage} {done}/{total}")
+            score = f", contender {tally.wins}-{tally.draws}-{tally.losses}" if tally is not None else ""
+            context.log.info(f"loong_contender_match: {stage} {done}/{total}{score}")
 
     result, meta = _compared(context, mlflow, artifact_store, profile, LOONG, "loong_contender_match",
                              lambda: op.contender_match(config.current, config.contender, cfg, progress))
+    warnings = result.warnings()
     meta.update({
-        "current_points_a_turn": dg.MetadataValue.float(result.current_cost.mean),
-        "contender_points_a_turn": dg.MetadataValue.float(result.contender_cost.mean),
+        "current_points_a_turn": dg.MetadataValue.float(round(result.current_cost.mean, 1)),
+        "contender_points_a_turn": dg.MetadataValue.float(round(result.contender_cost.mean, 1)),
         "current_points_p99": dg.MetadataValue.int(result.current_cost.p99),
         "contender_points_p99": dg.MetadataValue.int(result.contender_cost.p99),
-        "cost_gap": dg.MetadataValue.float(result.cost_gap),
+        "cost_gap": dg.MetadataValue.float(round(result.cost_gap, 4)),
         "budget": dg.MetadataValue.text(f"{result.budget:,} points a turn" if result.budget else "judge default"),
         "endings": dg.MetadataValue.json(result.reasons),
+        "warnings": dg.MetadataValue.text("; ".join(warnings) or "none"),
     })
-    return dg.MaterializeResult(metadata=meta, check_results=[_check("loong_contender_match", result.verdict)])
+    for w in warnings:
+        context.log.warning(f"loong_contender_match: {w}")
+    return dg.MaterializeResult(metadata=meta, check_results=[_check("loong_contender_match", result.verdict,
+                                                                     warnings)])
 
 
 class CelldivContenderAssetConfig(dg.Config):
@@ -185,9 +187,9 @@ def celldiv_contender_match(context: dg.AssetExecutionContext, config: CelldivCo
     result, meta = _compared(context, mlflow, artifact_store, profile, CELLDIV, "celldiv_contender_match",
                              lambda: cd_op.contender_match(config.current, config.contender, cfg))
     meta.update({
-        "current_latency_us": dg.MetadataValue.float(result.current_latency.median_us),
-        "contender_latency_us": dg.MetadataValue.float(result.contender_latency.median_us),
-        "latency_gap": dg.MetadataValue.float(result.latency_gap),
-        "mean_margin": dg.MetadataValue.float(result.mean_margin),
+        "current_latency_us": dg.MetadataValue.float(round(result.current_latency.median_us, 1)),
+        "contender_latency_us": dg.MetadataValue.float(round(result.contender_latency.median_us, 1)),
+        "latency_gap": dg.MetadataValue.float(round(result.latency_gap, 4)),
+        "mean_margin": dg.MetadataValue.float(round(result.mean_margin, 2)),
     })
     return dg.MaterializeResult(metadata=meta, check_results=[_check("celldiv_contender_match", result.verdict)])

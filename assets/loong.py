@@ -9,7 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.loong_league import loong_league  # noqa: F401 - moved there; still importable from here
-from assets.metadata import png_markdown, run_metadata, validated, version_id
+from assets.metadata import markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.execution import WorkFailed
 from ops.profiles import Profiles
@@ -58,7 +58,12 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
     (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
         json.dumps({"id": build.id, "name": build.name}, indent=2))
+    shown = [b for b in (build, expert, expert0, searching) if b is not None]
+    table = markdown_table([{"name": b.name or "unnamed", "player": f"build:{b.name or b.id}", "id": b.id,
+                             "bytes": f"{int(b.meta['size']):,}", "network": b.meta.get("network_version") or ""}
+                            for b in shown], ["name", "player", "id", "bytes", "network"])
     return dg.MaterializeResult(metadata={
+        "builds": dg.MetadataValue.md(table),
         "build_id": dg.MetadataValue.text(build.id),
         "name": dg.MetadataValue.text(build.name or ""),
         "bytes": dg.MetadataValue.int(int(build.meta["size"])),

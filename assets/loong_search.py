@@ -7,7 +7,7 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import run_metadata, validated, version_id
+from assets.metadata import rate_value, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import RELEASE_GATE, SEARCH_GATE
 
@@ -87,9 +87,9 @@ def run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow,
         "network": dg.MetadataValue.text(name),
         "opponent": dg.MetadataValue.text(opponent),
         "record": dg.MetadataValue.text(f"{m.wins}-{m.draws}-{m.losses}"),
-        "score": dg.MetadataValue.float(m.score),
-        "wilson_low": dg.MetadataValue.float(lo),
-        "wilson_high": dg.MetadataValue.float(hi),
+        "score": rate_value(m.score),
+        "wilson_low": rate_value(lo),
+        "wilson_high": rate_value(hi),
         "simulations_a_turn": dg.MetadataValue.float(m.simulations_a_turn),
         "changed_share": dg.MetadataValue.float(m.changed_share),
         "passed": dg.MetadataValue.bool(passed),
@@ -156,6 +156,34 @@ def crown(folder: str, mlflow) -> str:
     return f"{NETWORK_MODEL} version {version} is the {CHAMPION}"
 
 
+BOT_MODEL = "loong-expert-bot"  # MLflow's registered model of every released expert-N build (its wasm module)
+
+
+def register_release(run_id: str, build, released: str, network: str, verdict, mlflow) -> str:
+    """The released build (``build``: bot.builds.Build, registered as ``released``) as a new version of ``BOT_MODEL``
+    from the release check's MLflow run ``run_id`` (so its record, score rate and Wilson interval are the version's
+    metrics), tagged with its name, build id and network, with the alias ``champion``; the network's champion
+    version is tagged with the release too. What was done, in words."""
+    from mlflow import MlflowClient
+
+    from assets.loong import NETWORK_MODEL
+    from ops.tracking import CHAMPION, model_version_by_tag, register_run_files, set_champion
+
+    figures = {"release_record": f"{verdict.wins}-{verdict.draws}-{verdict.losses}",
+               "release_score": f"{verdict.score:.3f}",
+               "release_wilson95": f"[{verdict.low:.3f}, {verdict.high:.3f}]"}
+    version = register_run_files(run_id, build.wasm_path, BOT_MODEL,
+                                 {"name": released, "build_id": build.id, "network": network, **figures},
+                                 mlflow.uri())
+    set_champion(BOT_MODEL, version, mlflow.uri())
+    net_version = model_version_by_tag(NETWORK_MODEL, "folder", network, mlflow.uri())
+    if net_version is not None:
+        client = MlflowClient(tracking_uri=mlflow.uri())
+        for k, v in {"released_as": released, "build_id": build.id, **figures}.items():
+            client.set_model_version_tag(NETWORK_MODEL, net_version, k, v)
+    return f"{BOT_MODEL} version {version} ({released}) is the {CHAMPION}"
+
+
 def next_release(root) -> str:
     """The next released name, expert-N+1 after the highest expert-N in the build store (expert-1 first)."""
     from ops.loong_league import RELEASED, registered_names
@@ -204,6 +232,8 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
         context.log.info(f"{RELEASE}: released {released} (build {build.id})")
         champion = crown(network.name, mlflow)
         meta["champion"] = dg.MetadataValue.text(champion)
+        meta["registered_bot"] = dg.MetadataValue.text(register_release(meta["mlflow_run_id"].value, build, released,
+                                                                        network.name, verdict, mlflow))
     meta["released"] = dg.MetadataValue.text(released or "none: the release check failed")
     yield from gated(context, meta, verdict, passed, published=f"{released} (a registered build, in the league's pool)"
                   if passed else "nothing: no expert-N is registered",

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.loong_search import SearchCheckAssetConfig, gated
-from assets.metadata import inputs_key, run_metadata, validated, version_id
+from assets.metadata import inputs_key, rate_value, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import CYCLE_GATE
 from ops.loong_teacher import CHECK_GATE
@@ -100,9 +100,9 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
         "path": dg.MetadataValue.path(str(path)),
         "check_decisions": dg.MetadataValue.path(str(out / "check_decisions")),
         "network": dg.MetadataValue.text(network.name),
-        "score": dg.MetadataValue.float(m.score),
-        "wilson_low": dg.MetadataValue.float(lo),
-        "wilson_high": dg.MetadataValue.float(hi),
+        "score": rate_value(m.score),
+        "wilson_low": rate_value(lo),
+        "wilson_high": rate_value(hi),
         "record": dg.MetadataValue.text(f"{m.wins}-{m.draws}-{m.losses}"),
         "passed": dg.MetadataValue.bool(passed),
         "published": dg.MetadataValue.bool(passed),

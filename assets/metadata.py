@@ -57,9 +57,51 @@ def run_metadata(tracker, mlflow) -> dict:
     }
 
 
+RATE_DIGITS = 3  # score rates and Wilson bounds in metadata: 0.537
+ELO_DIGITS = 1  # Elo ratings and differences in metadata: +412.3
+
+
+def rate_value(x: float) -> dg.MetadataValue:
+    """A score rate or a Wilson bound as metadata, rounded to ``RATE_DIGITS``."""
+    return dg.MetadataValue.float(round(float(x), RATE_DIGITS))
+
+
+def elo_value(x: float) -> dg.MetadataValue:
+    """An Elo rating or difference as metadata, rounded to ``ELO_DIGITS``."""
+    return dg.MetadataValue.float(round(float(x), ELO_DIGITS))
+
+
 def elo_metadata(ratings) -> dict:
-    """Every player's Elo as its own number (``elo/<player>``), so Dagster plots it over materialisations."""
-    return {f"elo/{r.player}": dg.MetadataValue.float(float(r.elo)) for r in ratings}
+    """Every player's Elo as its own number (``elo/<player>``, rounded), so Dagster plots it over materialisations."""
+    return {f"elo/{r.player}": elo_value(r.elo) for r in ratings}
+
+
+def rounded(doc, digits: int = RATE_DIGITS):
+    """``doc`` (JSON-like: dicts, lists, numbers) with every float rounded to ``digits``, for a JSON metadata value."""
+    if isinstance(doc, float):
+        return round(doc, digits)
+    if isinstance(doc, dict):
+        return {k: rounded(v, digits) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [rounded(v, digits) for v in doc]
+    return doc
+
+
+def build_label(root: Path, player: str) -> str:
+    """How a table shows a ``build:<ref>`` player: the build's name and its id's first 8 digits (``foil-c
+    (3f2a1b2c)``); empty for anything else, or a build the store cannot find."""
+    if not player.startswith("build:"):
+        return ""
+    ref = player.removeprefix("build:")
+    from bot.builds import load
+
+    try:
+        b = load(Path(root), ref.split("@", 1)[0] if "@" in ref else ref)
+    except ValueError:
+        return ""
+    if "@" in ref:  # a snapshot of a name: the prefix says which registration
+        return ref.replace("@", " (") + ")"
+    return f"{b.name or 'unnamed'} ({b.id[:8]})"
 
 
 def validated(asset: str, check, *args):

@@ -292,8 +292,8 @@ def denotes(root: Path, player: str, bid: str) -> bool | None:
 
 class ReplayBuilds:
     """The build store as ``games.loong.replay.verify_replay`` reads it: a judge bot factory by exact build id
-    (``factory``; BuildError when it is missing or altered) and whether a player name stands for a build
-    (``denotes``)."""
+    (``factory``; BuildError when it is missing or altered), whether a player name stands for a build
+    (``denotes``) and which recorded reasons are time-limit kills (``limit_kill``)."""
 
     def __init__(self, root: Path, judge=None) -> None:
         self.root, self.judge = Path(root), judge
@@ -307,6 +307,14 @@ class ReplayBuilds:
 
     def denotes(self, player: str, bid: str) -> bool | None:
         return denotes(self.root, player, bid)
+
+    @staticmethod
+    def limit_kill(reason: str) -> str | None:
+        """"cpu", "wall" or None: the judge's time-limit kill a recorded reason names (``bot.judge.limit_kill``);
+        verification re-plays a CPU-limit kill and names a wall-backstop kill as a check it cannot run."""
+        from bot.judge import limit_kill
+
+        return limit_kill(reason)
 
     def __str__(self) -> str:
         return str(self.root)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +33,17 @@ import numpy as np
 from games.celldiv.board import PositionError, State, is_over, legal_moves, play, random_start
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import Player, UnknownPlayer, make_player
+from games.stats import MatchTally
 from ops.loong_contender import (
     ContenderError,
     ContenderRefused,
     MatchVerdict,
     check_bar,
+    check_doc,
     comparison_id,
     log_comparison,
     log_sides,
+    match_artifacts,
     match_verdict,
     relative_gap,
 )
@@ -171,6 +174,7 @@ class CelldivContenderResult:
     match_latency_us: dict[str, float]  # role -> median move latency in the match
     mean_margin: float
     comparison: str = ""
+    games: list[dict] = field(default_factory=list)  # one row a match game (``games.jsonl``)
 
     def summary(self) -> dict:
         return {"comparison": self.comparison, "current": self.current, "contender": self.contender,
@@ -190,11 +194,12 @@ class CelldivContenderResult:
                   "latency_moves": c.latency_moves, "seed": c.seed, "latency_gap": f"{self.latency_gap:+.4f}"}
         return log_sides(parent, self.comparison, self.verdict,
                          {"current": side(self.current_latency, "current"),
-                          "contender": side(self.contender_latency, "contender")}, params)
+                          "contender": side(self.contender_latency, "contender")}, params,
+                         match_artifacts(self.games, check_doc(self.comparison, self.verdict)))
 
 
 def contender_match(current: str, contender: str, config: CelldivContenderConfig,
-                    progress: Callable[[int], None] | None = None,
+                    progress: Callable[[int, MatchTally], None] | None = None,
                     clock: Callable[[], float] = time.perf_counter) -> CelldivContenderResult:
     """Time both players, refuse unequal latencies, then play the fixed match and judge it. Raises ContenderError
     (a bad config or player) and ContenderRefused (unequal latency), before any match game. ``clock``: the timer
@@ -216,6 +221,9 @@ def contender_match(current: str, contender: str, config: CelldivContenderConfig
     tally.a, tally.b = contender, current
     verdict = match_verdict(tally, config.statistic, config.bar)
     s = tally.summary()
+    games = [{"game": g, "size": sizes[(g // 2) % len(sizes)], "contender_first": g % 2 == 0,
+              "result": "win" if m > 0 else "draw" if m == 0 else "loss", "contender_margin": float(m)}
+             for g, m in enumerate(tally.margins)]
     return CelldivContenderResult(current, contender, config, lat[current], lat[contender], gap, verdict,
                                   {"contender": s["latency_a_us_median"], "current": s["latency_b_us_median"]},
-                                  s["mean_margin"], comparison_id(current, contender))
+                                  s["mean_margin"], comparison_id(current, contender), games)

@@ -17,15 +17,23 @@ def console():
     return Console(width=None if sys.stdout.isatty() else 140)
 
 
-def progress_bar(total: int, label: str, unit: str = "game") -> tuple[Callable[[int], None], Callable[[], None]]:
-    """A tqdm bar on stderr (shown only on a terminal): returns (update to n done, close)."""
+def score_note(tally) -> str:
+    """The running score a progress bar shows: '3-1-2, score 0.583' (the first-named side's)."""
+    return f"{tally.wins}-{tally.draws}-{tally.losses}, score {tally.score_rate:.3f}"
+
+
+def progress_bar(total: int, label: str, unit: str = "game") -> tuple[Callable[..., None], Callable[[], None]]:
+    """A tqdm bar on stderr (shown only on a terminal): returns (update to n done, with the running tally when
+    given, close). The bar shows the games done, their rate, the time left and the running score."""
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=label, unit=unit, file=sys.stderr, leave=False,
                disable=total < 2 or not sys.stderr.isatty())
 
-    def update(done: int) -> None:
+    def update(done: int, tally=None) -> None:
         bar.n = done
+        if tally is not None:
+            bar.set_postfix_str(score_note(tally), refresh=False)
         bar.refresh()
 
     return update, bar.close
@@ -125,15 +133,17 @@ def add_contender_args(parser, *, what: str, games_help: str, tolerance_help: st
 def report_comparison(result, experiment: str, args) -> int:
     """Log a contender comparison to MLflow (unless ``--no-mlflow``), print it (``--json`` or lines) and return the
     exit code: 0 when the contender passed its bar, 1 when it did not."""
-    from ops.loong_contender import log_comparison, report_lines
+    from ops.loong_contender import compare_link, log_comparison, report_lines
 
     runs = {} if args.no_mlflow else log_comparison(result, experiment)
+    link = compare_link(runs) if runs else ""
     if args.json:
-        print(json.dumps({**result.summary(), "mlflow_runs": runs}, indent=2))
+        print(json.dumps({**result.summary(), "mlflow_runs": runs, "mlflow_compare": link}, indent=2))
     else:
         for line in report_lines(result):
             print(line)
         if runs:
-            print(f"MLflow: experiment {experiment}, parent run {runs['parent']}, runs {runs['current']} (current) "
-                  f"and {runs['contender']} (contender), tag comparison={result.comparison}")
+            print(f"MLflow: compare the two sides (experiment {experiment}, games and check attached): {link}")
+    for w in getattr(result, "warnings", list)():
+        print(f"arena: warning: {w}", file=sys.stderr)
     return 0 if result.verdict.passed else 1

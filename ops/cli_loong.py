@@ -276,7 +276,8 @@ def cmd_contender(args: argparse.Namespace) -> int:
     update, close = progress_bar(args.games, f"{args.contender} vs {args.current}")
     try:
         r = op.contender_match(args.current, args.contender, config,
-                               progress=lambda stage, done, total: update(done) if stage == "match" else None)
+                               progress=lambda stage, done, total, tally=None:
+                               update(done, tally) if stage == "match" else None)
     finally:
         close()
     return report_comparison(r, "arena-loong", args)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from games.gate import decisive_games
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.maps import SYMMETRIES, LoongMap
@@ -141,10 +142,20 @@ class MatchVerdict:
 
     @property
     def verdict(self) -> str:
-        return "pass" if self.passed else "fail"
+        """'pass' on the bar; else 'inconclusive' while the Wilson interval still holds the bar (the match was too
+        small to tell), 'fail' when it lies wholly below it."""
+        if self.passed:
+            return "pass"
+        return "inconclusive" if self.wilson_low <= self.bar <= self.wilson_high else "fail"
+
+    @property
+    def decisive_games(self) -> int | None:
+        """Inconclusive: the smallest match at this score rate whose interval would leave the bar (None otherwise,
+        or when the rate is the bar itself)."""
+        return decisive_games(self.score_rate, self.bar, self.games) if self.verdict == "inconclusive" else None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "verdict": self.verdict}
+        return {**asdict(self), "verdict": self.verdict, "decisive_games": self.decisive_games}
 
 
 def match_verdict(tally: MatchTally, statistic: str, bar: float) -> MatchVerdict:
@@ -163,15 +174,40 @@ def comparison_id(current: str, contender: str) -> str:
     return f"{safe[:80]}-{uuid.uuid4().hex[:8]}"
 
 
+def check_doc(comparison: str, verdict: MatchVerdict, warnings: list[str] | tuple[str, ...] = ()) -> dict:
+    """The comparison's check as its ``check.json`` artifact says it: the bar, the statistic, the verdict, the
+    figures and any warning."""
+    return {"comparison": comparison, "check": "contender_passes", **verdict.as_dict(),
+            "passes_when": f"{verdict.statistic} >= {verdict.bar:g}", "warnings": list(warnings)}
+
+
+def match_artifacts(games: list[dict], check: dict) -> dict[str, str]:
+    """The files a comparison attaches to its runs: ``games.jsonl`` (one match game a line) and ``check.json``."""
+    import json
+
+    return {"games.jsonl": "".join(json.dumps(g) + "\n" for g in games), "check.json": json.dumps(check, indent=1)}
+
+
 def log_sides(parent, comparison: str, verdict: MatchVerdict, sides: Mapping[str, Mapping[str, Any]],
-              shared_params: Mapping[str, Any]) -> dict[str, str]:
+              shared_params: Mapping[str, Any], artifacts: Mapping[str, str] | None = None) -> dict[str, str]:
     """Under the open MLflow run ``parent`` (an ``ops.tracking.MlflowTracker``): the comparison's figures on the
     parent, and one child run a side (``sides``: role -> {name, metrics, params, tags}), every run tagged
     ``comparison``, each child with the same metric names so MLflow's compare view sets them side by side.
+    ``artifacts`` (file name -> text: the match's games and its check) are attached to every one of the three runs.
     Returns role -> child run id."""
+    import tempfile
+
     import mlflow
 
     from ops.tracking import MlflowTracker, git_commit
+
+    folder = Path(tempfile.mkdtemp(prefix="contender-"))
+    files = []
+    for name, text in (artifacts or {}).items():
+        (folder / name).write_text(text)
+        files.append(folder / name)
+    for f in files:
+        parent.log_artifact(f)
 
     shared = {"comparison": comparison, "verdict": verdict.verdict}
     figures = {"elo_diff": verdict.elo_diff, "elo_diff_low": verdict.elo_low, "elo_diff_high": verdict.elo_high,
@@ -194,7 +230,12 @@ def log_sides(parent, comparison: str, verdict: MatchVerdict, sides: Mapping[str
             child.log_params({**shared_params, **side.get("params", {}), "role": role, "player": side["name"]})
             child.log_metrics({**figures, **side["metrics"], "score_rate": mine, "wilson_low": lo, "wilson_high": hi,
                                "elo": elo[0], "elo_low": elo[1], "elo_high": elo[2]})
+            for f in files:
+                child.log_artifact(f)
             runs[role] = child.run_id
+    for f in files:
+        f.unlink()
+    folder.rmdir()
     return runs
 
 
@@ -209,6 +250,17 @@ def log_comparison(result, experiment: str, *, tracking_uri: str | None = None,
                     tags={"comparison": result.comparison, **dict(tags or {})}) as parent:
         runs = result.log(parent)
         return {"parent": parent.run_id, **runs}
+
+
+def compare_link(runs: Mapping[str, str], tracking_uri: str | None = None) -> str:
+    """The MLflow UI's compare view of a logged comparison's two sides (``runs`` as ``log_comparison`` returns)."""
+    from mlflow import MlflowClient
+
+    from ops.tracking import compare_url, default_tracking_uri, ui_base
+
+    uri = tracking_uri or default_tracking_uri()
+    experiment = MlflowClient(tracking_uri=uri).get_run(runs["parent"]).info.experiment_id
+    return compare_url(ui_base(uri), experiment, [runs["current"], runs["contender"]])
 
 
 # -- Loong ---------------------------------------------------------------------------------------
@@ -274,6 +326,19 @@ class ContenderResult:
     match_points: dict[str, list[int]] = field(default_factory=dict)  # role -> every match turn's points
     reasons: dict[str, int] = field(default_factory=dict)
     comparison: str = ""
+    games: list[dict] = field(default_factory=list)  # one row a match game (``games.jsonl``)
+
+    def warnings(self) -> list[str]:
+        """A side that ran out of points on every turn, metered and in the match: its points a turn then measure the
+        judge's allowance, not the build's work, so the cost comparison compares nothing."""
+        out = []
+        for role, name, cost in (("current", self.current, self.current_cost),
+                                 ("contender", self.contender, self.contender_cost)):
+            played = self.match_points.get(role, [])
+            if cost.turns and cost.at_cap == cost.turns and all(p >= cost.allowance for p in played):
+                out.append(f"{name} ran out of points on every turn ({cost.turns} metered, {len(played)} in the match, "
+                           f"{cost.allowance:,} points each): its cost measures the judge's allowance, not its work")
+        return out
 
     def summary(self) -> dict:
         def pts(xs: list[int]) -> dict:
@@ -285,7 +350,7 @@ class ContenderResult:
             "contender_cost": asdict(self.contender_cost), "cost_gap": self.cost_gap,
             "tolerance": self.config.tolerance, "budget": self.budget,
             "match_points": {k: pts(v) for k, v in self.match_points.items()},
-            "reasons": dict(sorted(self.reasons.items())), **self.verdict.as_dict(),
+            "reasons": dict(sorted(self.reasons.items())), **self.verdict.as_dict(), "warnings": self.warnings(),
         }
 
     def log(self, parent) -> dict[str, str]:
@@ -306,7 +371,8 @@ class ContenderResult:
                   "budget": self.budget or "judge default", "cost_gap": f"{self.cost_gap:+.4f}"}
         return log_sides(parent, self.comparison, self.verdict,
                          {"current": side(self.current, self.current_cost, "current"),
-                          "contender": side(self.contender, self.contender_cost, "contender")}, params)
+                          "contender": side(self.contender, self.contender_cost, "contender")}, params,
+                         match_artifacts(self.games, check_doc(self.comparison, self.verdict, self.warnings())))
 
 
 def _build_ref(role: str, ref: str) -> str:
@@ -344,10 +410,11 @@ def _label(ref: str) -> str:
 
 
 def contender_match(current: str, contender: str, config: ContenderConfig,
-                    progress: Callable[[str, int, int], None] | None = None) -> ContenderResult:
+                    progress: Callable[..., None] | None = None) -> ContenderResult:
     """Meter both builds, refuse unequal costs (or cap the contender at the current build's budget), then play the
-    fixed match and judge it. ``progress(stage, done, total)``: 'metering' then 'match'. Raises ContenderError
-    (a bad config or build) and ContenderRefused (unequal costs), before any match game."""
+    fixed match and judge it. ``progress(stage, done, total[, tally])``: 'metering' then 'match' (with the
+    contender's running tally). Raises ContenderError (a bad config or build) and ContenderRefused (unequal costs),
+    before any match game."""
     from bot.builds import factory
     from bot.judge import Judge, default_judge, play_judged_game
 
@@ -357,7 +424,7 @@ def contender_match(current: str, contender: str, config: ContenderConfig,
     judge = default_judge()
     f_current = factory(root, current_id, judge, name=current)
     f_contender = factory(root, contender_id, judge, name=contender)
-    note = progress or (lambda stage, done, total: None)
+    note = progress or (lambda stage, done, total, tally=None: None)
     note("metering", 0, 2)
     cost_current = measure_cost(current, current_id, f_current, config)
     note("metering", 1, 2)
@@ -381,20 +448,28 @@ def contender_match(current: str, contender: str, config: ContenderConfig,
     tally = MatchTally(contender, current)
     match_points: dict[str, list[int]] = {"current": [], "contender": []}
     reasons: dict[str, int] = {}
+    games: list[dict] = []
     for g in range(config.games):
         m, seed, side = band_map(g, config.seed), pair_seed(config.seed, g // 2), g % 2  # side: contender's team
         r = play_judged_game(m, f_contender, f_current, seed, config.max_rounds) if side == 0 else \
             play_judged_game(m, f_current, f_contender, seed, config.max_rounds)
         scores = r.result.scores
-        tally.record(0 if r.winner is None else (1 if r.winner == side else -1), scores[side][0] - scores[1 - side][0])
-        match_points["contender"] += list(f_contender.points.values())
-        match_points["current"] += list(f_current.points.values())
+        outcome = 0 if r.winner is None else (1 if r.winner == side else -1)
+        tally.record(outcome, scores[side][0] - scores[1 - side][0])
+        points = {"contender": list(f_contender.points.values()), "current": list(f_current.points.values())}
+        match_points["contender"] += points["contender"]
+        match_points["current"] += points["current"]
         key = r.reason if r.winner is not None else f"draw ({r.reason})"
         reasons[key] = reasons.get(key, 0) + 1
-        note("match", g + 1, config.games)
+        games.append({"game": g, "map": m.name, "seed": str(seed), "contender_team": side,
+                      "result": {1: "win", 0: "draw", -1: "loss"}[outcome], "winner": r.winner, "reason": r.reason,
+                      "rounds": r.result.round, "scores": [list(x) for x in scores],
+                      "contender_points_mean": float(np.mean(points["contender"])) if points["contender"] else 0.0,
+                      "current_points_mean": float(np.mean(points["current"])) if points["current"] else 0.0})
+        note("match", g + 1, config.games, tally)
     verdict = match_verdict(tally, config.statistic, config.bar)
     return ContenderResult(current, contender, config, cost_current, cost_contender, gap, budget, tally, verdict,
-                           match_points, reasons, comparison_id(current, contender))
+                           match_points, reasons, comparison_id(current, contender), games)
 
 
 def summary_line(r) -> str:
@@ -402,7 +477,10 @@ def summary_line(r) -> str:
     v = r.verdict
     return (f"{r.contender} vs {r.current}: {v.wins}-{v.draws}-{v.losses} of {v.games}, score rate "
             f"{v.score_rate:.3f} (Wilson 95% {v.wilson_low:.3f}-{v.wilson_high:.3f}), Elo {v.elo_diff:+.0f} "
-            f"({v.elo_low:+.0f} .. {v.elo_high:+.0f}); bar {v.statistic} >= {v.bar:g}: {v.verdict.upper()}")
+            f"({v.elo_low:+.0f} .. {v.elo_high:+.0f}); bar {v.statistic} >= {v.bar:g}: {v.verdict.upper()}"
+            + ("" if v.verdict != "inconclusive" else
+               f" (the interval holds the bar: about {v.decisive_games:,} games at this rate would decide)"
+               if v.decisive_games else " (the rate is the bar: no match size decides)"))
 
 
 def report_lines(r) -> list[str]:
@@ -418,4 +496,5 @@ def report_lines(r) -> list[str]:
     else:
         costs = [f"current   {r.current_latency.line()}", f"contender {r.contender_latency.line()}",
                  f"latency gap {r.latency_gap:+.1%} (tolerance {r.config.tolerance:.0%})"]
-    return [*costs, summary_line(r), f"comparison tag: {r.comparison}"]
+    warnings = [f"warning: {w}" for w in (r.warnings() if hasattr(r, "warnings") else [])]
+    return [*costs, summary_line(r), *warnings, f"comparison tag: {r.comparison}"]

@@ -19,6 +19,7 @@ opens the experiments list in the model-training view.
 from __future__ import annotations
 
 import fcntl
+import json
 import math
 import os
 import sqlite3
@@ -99,6 +100,15 @@ def ui_base(tracking_uri: str | None = None) -> str:
 def run_url(base: str, experiment_id: str, run_id: str) -> str:
     """The run's page in the MLflow UI, in its model-training view."""
     return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING_VIEW}"
+
+
+def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
+    """MLflow UI's compare view of ``run_ids`` (runs side by side, in the model-training view)."""
+    from urllib.parse import quote
+
+    runs = quote(json.dumps(run_ids, separators=(",", ":")))
+    exps = quote(json.dumps([experiment_id], separators=(",", ":")))
+    return f"{base.rstrip('/')}/#/compare-runs?runs={runs}&experiments={exps}&{MODEL_TRAINING_VIEW}"
 
 
 class MlflowTracker:
@@ -218,6 +228,30 @@ def register_model(tracker: MlflowTracker, path: str | Path, name: str, tags: Ma
         client.create_registered_model(name)
     source = f"{client.get_run(tracker.run_id).info.artifact_uri}/model"
     version = client.create_model_version(name, source, run_id=tracker.run_id,
+                                          tags={k: str(v) for k, v in (tags or {}).items()})
+    return str(version.version)
+
+
+def register_run_files(run_id: str, path: str | Path, name: str, tags: Mapping[str, str] | None = None,
+                       tracking_uri: str | None = None) -> str:
+    """``register_model`` for a run that may have ended (a check's run, registered after its verdict): ``path`` logged
+    as the run's ``model`` artifacts and registered as a new version of ``name`` from that run (its metrics are the
+    version's), tagged with ``tags``; returns the version."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
+    path = Path(path)
+    if path.is_dir():
+        client.log_artifacts(run_id, str(path), artifact_path="model")
+    else:
+        client.log_artifact(run_id, str(path), artifact_path="model")
+    try:
+        client.get_registered_model(name)
+    except MlflowException:
+        client.create_registered_model(name)
+    source = f"{client.get_run(run_id).info.artifact_uri}/model"
+    version = client.create_model_version(name, source, run_id=run_id,
                                           tags={k: str(v) for k, v in (tags or {}).items()})
     return str(version.version)
 

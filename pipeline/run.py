@@ -3,6 +3,7 @@ short verdict block for every gate it evaluated and a line for every step that f
 every step succeeded, 1 otherwise. A failed gate is a verdict, never a stack trace.
 
     .venv/bin/python -m pipeline.run loong_cycle_job          # on the project's instance (DAGSTER_HOME)
+    .venv/bin/python -m pipeline.run --last main_job          # the verdicts of the job's latest run (make demo)
 
 The gates' blocks come from their checks' metadata (``games.gate.Verdict.metadata``: the headline, the statistic,
 what was published); a check without a verdict is one line.
@@ -20,15 +21,16 @@ LOG_LEVEL = "INFO"
 
 
 def verdict_lines(result) -> list[str]:
-    """Every evaluated check as its verdict (a gate's headline and description) or one line; then every failed
+    """Every evaluated check as its verdict (a gate's headline and what was published; a check that did not pass adds
+    its description and the next step) or one line; then every failed
     step's one-line reason (a failed blocking check's own failure is its verdict, not repeated)."""
     lines = []
     for ev in result.get_asset_check_evaluations():
         meta = {k: v.value for k, v in ev.metadata.items()}
-        if "verdict" in meta:
+        if "verdict" in meta:  # a passed check: its headline and what was published; any other: its whole block
             lines.append(f"== {meta['verdict']}")
             lines += [f"   {meta[k]}" if k == "statistic" else f"   {k}: {meta[k]}"
-                      for k in ("statistic", "published", "next") if meta.get(k)]
+                      for k in (("published",) if ev.passed else ("statistic", "published", "next")) if meta.get(k)]
         else:
             lines.append(f"== {ev.check_name} ({ev.asset_key.to_user_string()}): "
                          f"{'pass' if ev.passed else 'FAIL'}")
@@ -75,10 +77,46 @@ def run(job_name: str, *, defs: dg.Definitions | None = None, instance: dg.Dagst
     return 0 if result.success else 1
 
 
+class _StoredRun:
+    """A finished run read back from the instance's event log, answering what ``verdict_lines`` asks of a result."""
+
+    def __init__(self, events: list) -> None:
+        self.all_events = events
+
+    def get_asset_check_evaluations(self) -> list:
+        return [e.event_specific_data for e in self.all_events
+                if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION]
+
+
+def report_last(job_name: str, *, instance: dg.DagsterInstance | None = None, out: TextIO = sys.stdout) -> int:
+    """Print the verdicts of ``job_name``'s latest run on the instance, as ``run`` prints them after its own (``make
+    demo`` runs the main job with ``dagster job execute``, on Dagster's own executor, then this); 0 when that run
+    succeeded, 1 when it did not, 2 when the job never ran."""
+    own = instance is None
+    instance = dg.DagsterInstance.get() if own else instance
+    try:
+        runs = instance.get_runs(filters=dg.RunsFilter(job_name=job_name), limit=1)
+        if not runs:
+            print(f"pipeline.run: no run of {job_name} on this instance", file=sys.stderr)
+            return 2
+        last = runs[0]
+        events = [r.dagster_event for r in instance.all_logs(last.run_id) if r.dagster_event is not None]
+    finally:
+        if own:
+            instance.dispose()
+    ok = last.status == dg.DagsterRunStatus.SUCCESS
+    print(f"\n{job_name} (run {last.run_id[:8]}): {'succeeded' if ok else 'stopped'}", file=out)
+    for line in verdict_lines(_StoredRun(events)):
+        print(line, file=out)
+    return 0 if ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 2 and args[0] == "--last":
+        return report_last(args[1])
     if len(args) != 1:
-        print("usage: python -m pipeline.run JOB_NAME", file=sys.stderr)
+        print("usage: python -m pipeline.run JOB_NAME | --last JOB_NAME", file=sys.stderr)
         return 2
     return run(args[0])
 

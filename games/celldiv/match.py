@@ -87,7 +87,7 @@ def play_match(
     games: int = 100,
     sizes: str | Iterable[int] = "4-8",
     seed: int = 0,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, MatchTally], None] | None = None,
     first_game: int = 0,
 ) -> MatchTally:
     """Play ``games`` games of ``a`` against ``b``: pairs of games from one seeded start per pair,
@@ -122,7 +122,7 @@ def play_match(
                 tally.latency_a.extend(lat[0] if a_first else lat[1])
                 tally.latency_b.extend(lat[1] if a_first else lat[0])
             if progress:
-                progress(g + 1 - first_game)
+                progress(g + 1 - first_game, tally)
     except KeyboardInterrupt:
         raise Interrupted(tally) from None
     return tally

@@ -136,7 +136,7 @@ def play_series(
     seed: int,
     max_rounds: int = 500,
     replay_dir: str | Path | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, MatchTally], None] | None = None,
     bots: Mapping[str, BotFactory] | None = None,
 ) -> SeriesResult:
     """Bot ``a`` against bot ``b`` on one map, ``games`` games in pairs that swap sides on the same
@@ -169,7 +169,7 @@ def play_series(
                     out.replays.append(str(json_path))
                 _record(out, r, side, lat_a, lat_b)
             if progress is not None:
-                progress(g + 1)
+                progress(g + 1, out.tally)
     except KeyboardInterrupt:
         out.interrupted = True
         raise Interrupted(out, out.tally) from None

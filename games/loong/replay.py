@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -234,6 +234,11 @@ class ReplayBuilds(Protocol):
         """Whether player name ``player`` stands for the build; None when the store cannot tell."""
         ...
 
+    # Optional: ``limit_kill(reason) -> "cpu" | "wall" | None`` names a recorded time-limit kill of a build's turn
+    # (``bot.judge.limit_kill``). A "cpu" kill is re-played like any turn (the judge repeats it); a "wall" kill (the
+    # wall-time backstop: the recording host stalled the turn) cannot be repeated by another host, so that turn is
+    # taken from the record and listed in ``unchecked``. A store without it: no turn is taken as a limit kill.
+
 
 ENGINE_CHECK = "the engine: every turn's death, every round's state hash, the result and scores, max_rounds"
 
@@ -305,11 +310,15 @@ def verify_replay(replay: Replay | str | Path, *, bots: Mapping[str, BotFactory]
         bots = registry()
     sides = _sides(replay, bots, builds)
     checked, unchecked = [ENGINE_CHECK], [s.name_note for s in sides if s.name_note]
-    _replay_bots(replay, sides)
+    _replay_bots(replay, sides, getattr(builds, "limit_kill", None))
     for s in sides:
         if s.factory is not None:
-            checked.append(f"{s.label}: every turn re-played ({'in the judge, ' if s.build else ''}action, sonar, "
-                           f"points_used, death_reason)")
+            fields = f"{'in the judge, ' if s.build else ''}action, sonar, points_used, death_reason"
+            if s.host_turns:
+                checked.append(f"{s.label}: every other turn re-played ({fields})")
+                unchecked.extend(s.host_turns)
+            else:
+                checked.append(f"{s.label}: every turn re-played ({fields})")
         else:
             unchecked.append(f"{s.label}: turns not re-played ({s.why_not})")
     if any(s.factory is not None for s in sides):
@@ -422,6 +431,7 @@ class _Side:
     factory: BotFactory | None = None
     why_not: str = ""
     name_note: str = ""  # a build name the store cannot match to the id: what was not checked
+    host_turns: list[str] = field(default_factory=list)  # turns a wall-time backstop decided: not re-playable
 
     @property
     def label(self) -> str:
@@ -488,20 +498,79 @@ class _RecordedBot:
         return t.action, t.sonar
 
 
-def _replay_bots(replay: Replay, sides: list[_Side]) -> None:
+class _HostBound:
+    """A rebuilt build side whose turns a wall-time backstop may have decided (``limit_kill`` says "wall"): on the
+    host that recorded the game (its recorded turn is a backstop kill), or on this one (the re-played turn is, the
+    record's is not). Neither host's stall is the bot's play, so that turn is taken from the record, named in the
+    side's ``host_turns``, and the dragon plays its record from then on (its re-played instance is dead). Every
+    other turn is re-played as it is, a CPU-limit kill included: the judge repeats it."""
+
+    def __init__(self, factory: BotFactory, side: _Side, rows: dict, limit_kill) -> None:
+        self.factory, self.side, self.rows, self.limit_kill = factory, side, rows, limit_kill
+        self.name, self.build_id = getattr(factory, "name", side.name), getattr(factory, "build_id", None)
+
+    def for_match(self) -> _HostBound:
+        inner = self.factory.for_match() if hasattr(self.factory, "for_match") else self.factory
+        return _HostBound(inner, self.side, self.rows, self.limit_kill)
+
+    def __call__(self, dragon_id: int, team: int, seed: int) -> _HostBoundBot:
+        return _HostBoundBot(self, self.factory(dragon_id, team, seed))
+
+
+def _reason(action, death: str | None) -> str | None:
+    return action.reason if isinstance(action, Forfeit) else death
+
+
+class _HostBoundBot:
+    def __init__(self, owner: _HostBound, bot) -> None:
+        self.owner, self.bot, self.on_record, self.last_points = owner, bot, False, 0
+
+    def _from_record(self, i: int, t: TurnRecord, why: str):
+        side = self.owner.side
+        side.host_turns.append(f"{side.label}: row {i} (round {t.round}, dragon {t.dragon_id}): {why}; taken from "
+                               f"the record, not re-played")
+        self.last_points = t.points_used
+        return t.action, t.sonar
+
+    def act(self, obs):
+        row = self.owner.rows.get((obs.round, obs.dragon_id))
+        if self.on_record and row is not None:
+            self.last_points = row[1].points_used
+            return row[1].action, row[1].sonar
+        kill = self.owner.limit_kill
+        if row is not None and kill(_reason(row[1].action, row[1].death) or "") == "wall":
+            return self._from_record(*row, "killed by the wall-time backstop on the host that recorded it (a "
+                                            "stall of that host, which another host cannot repeat)")
+        action, sonar = self.bot.act(obs)
+        self.last_points = getattr(self.bot, "last_points", 0)
+        if row is not None and isinstance(action, Forfeit) and kill(action.reason) == "wall":
+            self.on_record = True  # this host stalled the turn: the instance is dead, the record goes on
+            return self._from_record(*row, "killed by the wall-time backstop on this host (it stalled the "
+                                            "re-play)")
+        return action, sonar
+
+
+def _replay_bots(replay: Replay, sides: list[_Side], limit_kill=None) -> None:
     """Play the rebuilt sides from the header's seed (the others on their record); refuse the replay unless they
-    play its every turn."""
+    play its every turn. With ``limit_kill`` (the build store's), a turn a wall-time backstop decided is taken from
+    the record and named in its side's ``host_turns`` (``_HostBound``)."""
     from games.loong.bots import play_game
 
     if all(s.factory is None for s in sides):
         return
     where, seed, max_rounds = replay.path, replay.seed, int(replay.header["max_rounds"])
     factories = [s.factory if s.factory is not None else _Recorded(replay.turns) for s in sides]
+    if limit_kill is not None:
+        rows = {(t.round, t.dragon_id): (i, t) for i, t in enumerate(replay.turns)}
+        factories = [_HostBound(f, s, rows, limit_kill) if s.factory is not None and s.build else f
+                     for f, s in zip(factories, sides)]
     played = play_game(replay.map, factories[0], factories[1], seed, max_rounds).turns
     diff = _first_difference(played, replay.turns)
     if diff is None:
         return
     if all(s.factory is not None for s in sides) and (sides[0].name, sides[0].build) != (sides[1].name, sides[1].build):
+        for s in sides:
+            s.host_turns.clear()
         swapped = play_game(replay.map, factories[1], factories[0], seed, max_rounds).turns
         if _first_difference(swapped, replay.turns) is None:
             key = "builds" if sides[0].build != sides[1].build else "bots"

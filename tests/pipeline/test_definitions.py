@@ -73,7 +73,7 @@ def test_tier_league_materialises_and_logs_to_mlflow(tmp_resources, materialise)
     out = Path(meta["path"].value)
     league = json.loads((out / "league.json").read_text())
     assert {r["player"] for r in league["ratings"]} == {"random", "medium", "hard"}
-    assert {f"elo/{r['player']}": r["elo"] for r in league["ratings"]} == {
+    assert {f"elo/{r['player']}": round(r["elo"], 1) for r in league["ratings"]} == {
         k: v.value for k, v in meta.items() if k.startswith("elo/")}
     assert all(isinstance(meta[f"elo/{p}"], dg.FloatMetadataValue) for p in ("random", "medium", "hard"))
     assert (out / "league.png").read_bytes()[:4] == b"\x89PNG"

@@ -28,8 +28,12 @@ def test_build_then_league(resources, tmp_path, tracked_runs):
     build_player = "build:" + build["build_id"].value
     assert players == {"foil", "random", build_player, "build:expert-h"}
     assert build["expert_h_build_id"].value
+    builds = build["builds"].value  # every build by name first, its player name and id beside it
+    assert f"| c-random | build:c-random | {build['build_id'].value} |" in builds
+    assert f"| expert-h | build:expert-h | {build['expert_h_build_id'].value} |" in builds
+    assert f"| {build_player} | c-random ({build['build_id'].value[:8]}) | " in meta["elo"].value
     assert {k: v.value for k, v in meta.items() if k.startswith("elo/")} == {
-        f"elo/{r['player']}": r["elo"] for r in league["ratings"]}
+        f"elo/{r['player']}": round(r["elo"], 1) for r in league["ratings"]}  # rounded for reading
     assert isinstance(meta[f"elo/{build_player}"], dg.FloatMetadataValue)
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == "no_failed_pairings" and check.passed

@@ -61,6 +61,8 @@ def test_the_release_plays_the_foil_and_registers_expert_n_on_a_pass(resources, 
     names = {b.name for b in list_builds(root)} if root.exists() else set()
     assert ("expert-1" in names) == check.passed
     assert meta["released"].value == ("expert-1" if check.passed else "none: the release check failed")
+    if check.passed:  # the released build is a registered model version too (the champion)
+        assert meta["registered_bot"].value == "loong-expert-bot version 1 (expert-1) is the champion"
 
 
 def test_the_released_networks_registered_version_becomes_the_champion(resources, tmp_path):
@@ -109,3 +111,35 @@ def test_no_network_fails_in_one_line(resources, tmp_path, materialise, failure_
     assert not result.success
     assert failure_line(result) == ("loong_search_check: no published loong_network_int8 (the network the bot "
                                     "searches with); materialise it first")
+
+
+def test_a_released_build_is_a_registered_model_version_from_its_check_run(resources, tmp_path):
+    """On a pass, loong_release registers the searching build as a version of ``loong-expert-bot`` from the release
+    check's own run (its metrics are the version's), the alias champion on it, and tags the network's version."""
+    from mlflow import MlflowClient
+
+    from assets.loong import NETWORK_MODEL
+    from assets.loong_search import BOT_MODEL, register_release
+    from bot.builds import build_from_source
+    from games.gate import Gate
+    from ops.tracking import mlflow_run, register_model
+
+    uri = resources["mlflow"].uri()
+    net = tmp_path / "network.npz"
+    net.write_bytes(b"weights")
+    with mlflow_run("arena-loong", "loong_network_int8", tracking_uri=uri) as tracker:
+        register_model(tracker, net, NETWORK_MODEL, {"folder": "test-net"})
+    with mlflow_run("arena-loong", "loong_release", tracking_uri=uri) as tracker:
+        tracker.log_metrics({"score": 0.7, "wilson_low": 0.6})
+        run_id = tracker.run_id
+    build = build_from_source(tmp_path / "builds", [Path("bot/c/random_bot.c")], name="expert-1")
+    verdict = Gate("release_beats_foil", "the release", 0.5).verdict(70, 0, 30)
+    said = register_release(run_id, build, "expert-1", "test-net", verdict, resources["mlflow"])
+    assert said == f"{BOT_MODEL} version 1 (expert-1) is the champion"
+    client = MlflowClient(tracking_uri=uri)
+    v = client.get_model_version_by_alias(BOT_MODEL, "champion")
+    assert v.run_id == run_id and v.tags["name"] == "expert-1" and v.tags["build_id"] == build.id
+    assert v.tags["release_record"] == "70-0-30" and v.tags["network"] == "test-net"
+    assert client.get_run(v.run_id).data.metrics["wilson_low"] == 0.6  # the version's metrics: the check's
+    (net_version,) = client.search_model_versions(f"name = '{NETWORK_MODEL}'")
+    assert net_version.tags["released_as"] == "expert-1" and net_version.tags["release_score"] == "0.700"
