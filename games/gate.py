@@ -9,7 +9,9 @@ bar, and says "inconclusive" (with the size that would decide it) when the inter
 
 A gate passes when the interval's lower bound is above the bar, fails when its upper bound is below it, and is
 inconclusive otherwise (then ``decisive_games`` is the smallest match at the same score rate whose interval would
-leave the bar, None when the rate is the bar itself). Draws count one half.
+leave the bar, None when the rate is the bar itself). Draws count one half. A bar an issue sets on the score rate
+itself ("at least 65% over at least 200 games") is ``rule=RATE``: it passes when the rate reaches the bar over at
+least ``games`` games, fails when it does not, and is inconclusive on fewer games; the interval is reported alike.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from games.stats import wilson_interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+LOWER_BOUND, RATE = "lower bound", "rate"  # what a gate's bar is on: the Wilson lower bound, or the score rate
 DECISIVE_MAX = 1_000_000  # the largest match ``decisive_games`` looks for
 
 
@@ -31,20 +34,27 @@ class Gate:
     statistic: str  # what the score rate is of, in plain words: "the teacher's score rate against the plain network"
     bar: float  # the lower bound must be above this
     games: int | None = None  # the match size, fixed in code before the games (None: the profile's, said so)
+    rule: str = LOWER_BOUND  # RATE: the score rate itself at least the bar, over at least ``games`` games
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.bar < 1.0:
             raise ValueError(f"gate {self.name}: bar {self.bar!r} outside [0, 1)")
+        if self.rule not in (LOWER_BOUND, RATE):
+            raise ValueError(f"gate {self.name}: rule {self.rule!r}, want {LOWER_BOUND!r} or {RATE!r}")
         if self.games is not None and (not isinstance(self.games, int) or self.games < 1):
             raise ValueError(f"gate {self.name}: games {self.games!r}, want an integer >= 1")
 
     def sized(self, games: int) -> Gate:
         """This gate at a profile's match size."""
-        return Gate(self.name, self.statistic, self.bar, games)
+        return Gate(self.name, self.statistic, self.bar, games, self.rule)
 
     def describe(self) -> str:
         """The check's description: the same words as its verdict."""
         over = f"{self.games} games" if self.games is not None else "the profile's games"
+        if self.rule == RATE:
+            return (f"{self.statistic}: the score rate over at least {over} must be at least {self.bar:.2f}, "
+                    "reported with its Wilson 95% interval (size and bar fixed in the code before the games; draws "
+                    "count one half)")
         return (f"{self.statistic}: the Wilson 95% lower bound of the score rate over {over} must be above "
                 f"{self.bar:.2f} (size and bar fixed in the code before the games; draws count one half)")
 
@@ -52,6 +62,11 @@ class Gate:
         n = wins + draws + losses
         score = wins + 0.5 * draws
         low, high = wilson_interval(score, n)
+        if self.rule == RATE:
+            short = self.games is not None and n < self.games
+            state = INCONCLUSIVE if short else PASS if n and score / n >= self.bar else FAIL
+            return Verdict(self, wins, draws, losses, score / n if n else 0.0, low, high, state,
+                           self.games if short else None)
         state = PASS if low > self.bar else FAIL if high < self.bar else INCONCLUSIVE
         return Verdict(self, wins, draws, losses, score / n if n else 0.0, low, high, state,
                        decisive_games(score / n if n else 0.0, self.bar, n) if state == INCONCLUSIVE else None)
@@ -103,10 +118,13 @@ class Verdict:
 
     def headline(self) -> str:
         """One line: the gate, the record, the rate, the interval, the bar and the state."""
+        bar = (f"score rate >= {self.gate.bar:.2f}" if self.gate.rule == RATE else
+               f"lower bound > {self.gate.bar:.2f}")
         line = (f"{self.gate.name}: {self.state.upper()}: {self.wins}-{self.draws}-{self.losses} over {self.games} "
-                f"games, score rate {self.score:.3f}, Wilson 95% [{self.low:.3f}, {self.high:.3f}], bar: lower bound "
-                f"> {self.gate.bar:.2f}")
-        if self.state == INCONCLUSIVE:
+                f"games, score rate {self.score:.3f}, Wilson 95% [{self.low:.3f}, {self.high:.3f}], bar: {bar}")
+        if self.state == INCONCLUSIVE and self.gate.rule == RATE:
+            line += f"; fewer games than the bar's {self.gate.games:,}"
+        elif self.state == INCONCLUSIVE:
             line += (f"; the interval holds the bar: about {self.decisive_games:,} games at this rate would decide"
                      if self.decisive_games else "; the rate is the bar: no match size decides")
         return line
@@ -130,4 +148,4 @@ class Verdict:
                 **({"published": published} if published else {}), **({"next": next_command} if next_command else {})}
 
 
-__all__ = ["FAIL", "INCONCLUSIVE", "PASS", "Gate", "Verdict", "decisive_games"]
+__all__ = ["FAIL", "INCONCLUSIVE", "LOWER_BOUND", "PASS", "RATE", "Gate", "Verdict", "decisive_games"]
