@@ -1,8 +1,10 @@
-"""Cell Division league assets: the built-in tier league (and the full league of trained contenders)."""
-
+"""Cell Division league assets: the built-in tier league (and the full league of trained contenders). Every check
+of the league that a side beats another is a ``games.gate.Gate`` (its description and verdict words are the gate's);
+the sizes by profile resolve through ``ops.profiles``."""
 
 
 import json
+from dataclasses import dataclass
 
 import dagster as dg
 from pydantic import Field
@@ -10,11 +12,31 @@ from pydantic import Field
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
+from games.gate import EVEN, SCORE_RATE, Gate
 from ops import celldiv_league as league_op
 from ops.plots import league_png
+from ops.profiles import Profiles, given
 
 GROUP = "celldiv"
-TIER_GAMES = {"test": 10, "small": 100, "full": 400}
+
+
+@dataclass(frozen=True)
+class LeagueScale:
+    """The leagues' sizes: ``tier_games`` a pairing of the tier league; ``games`` a pairing of the full league
+    without a searching player (cheap: an ONNX or linear move each; they decide the Elite row, so they play the bars'
+    200 games), ``search_games`` with the teacher (a search a move: fewer), ``teacher_simulations`` its search's."""
+
+    tier_games: int = 100
+    games: int = 200
+    search_games: int = 24
+    teacher_simulations: int = 16
+
+
+SCALES = Profiles("celldiv league", LeagueScale, {
+    "test": dict(tier_games=10, games=4, search_games=4, teacher_simulations=4),
+    "small": {},
+    "full": dict(tier_games=400, games=400, search_games=200, teacher_simulations=128),
+})
 
 
 class TierLeagueConfig(dg.Config):
@@ -91,7 +113,8 @@ def celldiv_tier_league(
     execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of the built-in Cell Division tiers, rated by one Elo fit with 95% intervals."""
-    games = config.games if config.games is not None else TIER_GAMES[profile.checked()]
+    games = validated("celldiv_tier_league", lambda: SCALES.resolve(profile.checked(), **given(
+        tier_games=config.games))).tier_games
     league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
                                          seed=config.seed)
     report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store, profile.name,
@@ -104,12 +127,7 @@ def celldiv_tier_league(
 
 # --------------------------------------------------------------------------------- the full league
 LEAGUE_PLAYERS = ["random", "easy", "medium", "hard", "hard-trained", "switching", "elite", "teacher"]
-# games a pairing: the pairings without a searching player are cheap (an ONNX or linear move each) and decide the
-# Elite row, so they play the bars' 200 games; the teacher's pairings (a search a move) play fewer
-LEAGUE_GAMES = {"test": 4, "small": 200, "full": 400}
-LEAGUE_SEARCH_GAMES = {"test": 4, "small": 24, "full": 200}
-TEACHER_SIMULATIONS = {"test": 4, "small": 16, "full": 128}
-# (stronger, weaker) head to head: each must keep scoring over half against the other
+# (stronger, weaker) head to head: each must keep scoring over half against the other (``order_gate``)
 ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("elite", "medium"),
                 ("teacher", "medium"), ("teacher", "elite")]
 # the tier order the product promises, checked on the league's Elo fit (all games, not one pairing)
@@ -117,15 +135,29 @@ ELO_ORDER = ["elite", "switching", "hard", "medium", "easy", "random"]
 ELO_CHECKS = list(zip(ELO_ORDER, ELO_ORDER[1:]))
 # the checks that guard Elite's release (the Elite row): blocking, and errors at release scale
 RELEASE_CHECKS = {("elite", "medium")}
-# issue 15's bars for the Elite, fixed before the league plays: (score rate, games) against each; reported with
-# Wilson intervals as warnings (not blocking: the product's promise is the Elo order above)
-ELITE_BARS = {"switching": 0.65, "hard": 0.75}
+# issue 15's bars for the Elite, fixed before the league plays: a score rate of at least the bar over at least
+# BAR_GAMES games against each; reported with Wilson intervals as warnings (not blocking: the product's promise is
+# the Elo order above)
 BAR_GAMES = 200
+ELITE_BARS = {"switching": 0.65, "hard": 0.75}
 RELEASE_PROFILES = ("small", "full")  # the test profile trains far below release strength
 
 
 def check_name(strong: str, weak: str) -> str:
     return f"{strong}_beats_{weak}".replace("-", "_")
+
+
+def order_gate(strong: str, weak: str) -> Gate:
+    """The head-to-head check: ``strong``'s score rate against ``weak`` over the league's games, above one half."""
+    return Gate(check_name(strong, weak), f"{strong}'s score rate against {weak} in the league", bar=EVEN,
+                measure=SCORE_RATE)
+
+
+def bar_gate(weak: str) -> Gate:
+    """Issue 15's bar of the Elite against ``weak``: a score rate of at least ``ELITE_BARS[weak]`` over at least
+    ``BAR_GAMES`` games."""
+    return Gate(bar_check_name(weak), f"elite's score rate against {weak} in the league (issue 15's bar)",
+                bar=ELITE_BARS[weak], games=BAR_GAMES, measure=SCORE_RATE, at_least=True)
 
 
 def elo_check_name(strong: str, weak: str) -> str:
@@ -146,14 +178,12 @@ def bar_check_name(weak: str) -> str:
 
 
 def bar_check_spec(weak: str) -> dg.AssetCheckSpec:
-    return dg.AssetCheckSpec(
-        bar_check_name(weak), asset="celldiv_league",
-        description=f"elite scores at least {ELITE_BARS[weak]:.0%} against {weak} over at least {BAR_GAMES} games "
-                    "(issue 15's bar; a warning, not blocking)")
+    return dg.AssetCheckSpec(bar_check_name(weak), asset="celldiv_league",
+                             description=f"{bar_gate(weak).describe()}; a warning, not blocking")
 
 
 def check_spec(strong: str, weak: str) -> dg.AssetCheckSpec:
-    return _spec(check_name(strong, weak), strong, f"{strong} scores over half against {weak}",
+    return _spec(check_name(strong, weak), strong, order_gate(strong, weak).describe(),
                  (strong, weak) in RELEASE_CHECKS)
 
 
@@ -190,11 +220,11 @@ def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
             results.append(dg.AssetCheckResult(check_name=check_name(strong, weak), passed=False, severity=level,
                                                metadata={"reason": f"{strong} vs {weak} was not played"}))
             continue
-        s = t.summary()
+        v = order_gate(strong, weak).verdict(t.wins, t.draws, t.losses)
         results.append(dg.AssetCheckResult(
-            check_name=check_name(strong, weak), passed=s["score_rate"] > 0.5, severity=level,
-            metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"],
-                      "wilson_high": s["wilson_high"], "games": s["games"]}))
+            check_name=check_name(strong, weak), passed=v.passed, severity=level,
+            metadata={"score_rate": v.score, "wilson_low": v.low, "wilson_high": v.high, "games": v.games,
+                      "verdict": v.headline()}))
     elo = {r.player: r for r in report.result.ratings}
     for strong, weak in ELO_CHECKS:
         level = severity(strong == "elite")
@@ -208,20 +238,21 @@ def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
             check_name=elo_check_name(strong, weak), passed=bool(hi.elo > lo.elo), severity=level,
             metadata={f"elo_{strong}": hi.elo, f"elo_{weak}": lo.elo, "gap": hi.elo - lo.elo,
                       f"low_{strong}": hi.low, f"high_{weak}": lo.high}))
-    for weak, bar in ELITE_BARS.items():
+    for weak in ELITE_BARS:
         t = report.result.tally("elite", weak)
         name = bar_check_name(weak)
         if t is None:
             results.append(dg.AssetCheckResult(check_name=name, passed=False, severity=dg.AssetCheckSeverity.WARN,
                                                metadata={"reason": f"elite vs {weak} was not played"}))
             continue
-        s = t.summary()
-        enough = s["games"] >= BAR_GAMES
+        gate = bar_gate(weak)
+        v = gate.verdict(t.wins, t.draws, t.losses)
+        enough = v.games >= BAR_GAMES
         results.append(dg.AssetCheckResult(
-            check_name=name, passed=bool(enough and s["score_rate"] >= bar), severity=dg.AssetCheckSeverity.WARN,
-            metadata={"score_rate": s["score_rate"], "wilson_low": s["wilson_low"], "wilson_high": s["wilson_high"],
-                      "games": s["games"], "bar": bar, "bar_games": BAR_GAMES,
-                      **({} if enough else {"reason": f"{s['games']} games; the bar is judged on {BAR_GAMES}"})}))
+            check_name=name, passed=bool(enough and v.passed), severity=dg.AssetCheckSeverity.WARN,
+            metadata={"score_rate": v.score, "wilson_low": v.low, "wilson_high": v.high, "games": v.games,
+                      "bar": gate.bar, "bar_games": BAR_GAMES, "verdict": v.headline(),
+                      **({} if enough else {"reason": f"{v.games} games; the bar is judged on {BAR_GAMES}"})}))
     return results
 
 
@@ -244,14 +275,14 @@ def celldiv_league(
     from ops.celldiv_players import register_store_players
 
     name = profile.checked()
-    sims = config.teacher_simulations if config.teacher_simulations is not None else TEACHER_SIMULATIONS[name]
+    scale = validated("celldiv_league", lambda: SCALES.resolve(name, **given(
+        games=config.games, search_games=config.search_games, teacher_simulations=config.teacher_simulations)))
+    sims = scale.teacher_simulations
     if sims < 1:
         raise dg.Failure(f"celldiv_league: teacher_simulations: must be at least 1, got {sims}", allow_retries=False)
     found = register_store_players(artifact_store.store(), teacher_simulations=sims)
     context.log.info(f"trained players from the store: {found}")
-    games = config.games if config.games is not None else LEAGUE_GAMES[name]
-    search_games = config.search_games if config.search_games is not None else LEAGUE_SEARCH_GAMES[name]
-    league = league_op.LeagueConfig(players=tuple(config.players), games=games, search_games=search_games,
+    league = league_op.LeagueConfig(players=tuple(config.players), games=scale.games, search_games=scale.search_games,
                                     sizes=config.sizes, seed=config.seed)
     report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store, name, execution,
                               trained=(str(artifact_store.store().root), sims))

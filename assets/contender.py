@@ -13,24 +13,26 @@ from urllib.parse import quote
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import run_metadata, version_id
+from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from bot.builds import STORE_SUBPATH
+from games.gate import EVEN
 from ops import celldiv_contender as cd_op
 from ops import loong_contender as op
+from ops.profiles import Profiles, given
 
 LOONG, CELLDIV = "loong", "celldiv"
 
-LOONG_PROFILE = {  # profile -> (games, max rounds, metered games)
-    "test": (op.MIN_GAMES, 30, 2),
-    "small": (200, 200, op.METER_GAMES),
-    "full": (400, 500, 2 * op.METER_GAMES),
-}
-CELLDIV_PROFILE = {  # profile -> (games, timed moves)
-    "test": (cd_op.MIN_GAMES, 40),
-    "small": (200, cd_op.LATENCY_MOVES),
-    "full": (1000, 5 * cd_op.LATENCY_MOVES),
-}
+LOONG_PROFILE = Profiles("loong contender", op.ContenderConfig, {  # games, max rounds, metered games
+    "test": dict(games=op.MIN_GAMES, max_rounds=30, meter_games=2),
+    "small": dict(games=200, max_rounds=200, meter_games=op.METER_GAMES),
+    "full": dict(games=400, max_rounds=500, meter_games=2 * op.METER_GAMES),
+}, op.ContenderError)
+CELLDIV_PROFILE = Profiles("celldiv contender", cd_op.CelldivContenderConfig, {  # games, timed moves
+    "test": dict(games=cd_op.MIN_GAMES, latency_moves=40),
+    "small": dict(games=200, latency_moves=cd_op.LATENCY_MOVES),
+    "full": dict(games=1000, latency_moves=5 * cd_op.LATENCY_MOVES),
+}, op.ContenderError)
 
 
 def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
@@ -103,7 +105,7 @@ class LoongContenderConfig(dg.Config):
     contender: str = Field(default="build:expert-0", description="the contender build, build:<name|id>")
     games: int | None = Field(default=None, description=f"match games (even, at least {op.MIN_GAMES}); None: the "
                                                          "profile's (test 36, small 200, full 400)")
-    bar: float = Field(default=0.5, description="pass bar on the statistic (a score rate)")
+    bar: float = Field(default=EVEN, description="pass bar on the statistic (a score rate)")
     statistic: str = Field(default="wilson_low", description="'wilson_low' (the Wilson 95% lower bound of the "
                                                              "contender's score rate) or 'score_rate'")
     tolerance: float = Field(default=op.COST_TOLERANCE, description="largest relative difference of mean points a "
@@ -124,13 +126,11 @@ def loong_contender_match(context: dg.AssetExecutionContext, config: LoongConten
                           artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
     """Two registered builds of equal points a turn in the judge (metered first; unequal costs refused), then a
     match of fixed size and bar on every size band and symmetry; both sides logged to MLflow as one comparison."""
-    games, rounds, meter = LOONG_PROFILE[profile.checked()]
-    cfg = op.ContenderConfig(
-        games=config.games if config.games is not None else games, bar=config.bar, statistic=config.statistic,
-        tolerance=config.tolerance, at_current_budget=config.at_current_budget,
-        meter_games=config.meter_games if config.meter_games is not None else meter,
-        max_rounds=config.max_rounds if config.max_rounds is not None else rounds, seed=config.seed,
-        builds=str(artifact_store.store().root.joinpath(*STORE_SUBPATH)))
+    cfg = validated("loong_contender_match", lambda: LOONG_PROFILE.resolve(
+        profile.checked(), **given(games=config.games, meter_games=config.meter_games, max_rounds=config.max_rounds),
+        bar=config.bar, statistic=config.statistic, tolerance=config.tolerance,
+        at_current_budget=config.at_current_budget, seed=config.seed,
+        builds=str(artifact_store.store().root.joinpath(*STORE_SUBPATH))))
 
     def progress(stage: str, done: int, total: int) -> None:
         if stage == "metering" or done % 10 == 0 or done == total:
@@ -156,7 +156,7 @@ class CelldivContenderAssetConfig(dg.Config):
     games: int | None = Field(default=None, description=f"match games (even, at least {cd_op.MIN_GAMES} and two a "
                                                          "size); None: the profile's (test 20, small 200, full 1000)")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
-    bar: float = Field(default=0.5, description="pass bar on the statistic (a score rate)")
+    bar: float = Field(default=EVEN, description="pass bar on the statistic (a score rate)")
     statistic: str = Field(default="wilson_low", description="'wilson_low' or 'score_rate'")
     tolerance: float = Field(default=cd_op.LATENCY_TOLERANCE, description="largest relative difference of median "
                                                                           "move latency accepted")
@@ -176,12 +176,10 @@ def celldiv_contender_match(context: dg.AssetExecutionContext, config: CelldivCo
     refused), then a match of fixed size and bar; both sides logged to MLflow as one comparison."""
     from ops.celldiv_players import register_store_players
 
-    games, moves = CELLDIV_PROFILE[profile.checked()]
+    cfg = validated("celldiv_contender_match", lambda: CELLDIV_PROFILE.resolve(
+        profile.checked(), **given(games=config.games, latency_moves=config.latency_moves), sizes=config.sizes,
+        bar=config.bar, statistic=config.statistic, tolerance=config.tolerance, seed=config.seed))
     register_store_players(artifact_store.store())
-    cfg = cd_op.CelldivContenderConfig(
-        games=config.games if config.games is not None else games, sizes=config.sizes, bar=config.bar,
-        statistic=config.statistic, tolerance=config.tolerance,
-        latency_moves=config.latency_moves if config.latency_moves is not None else moves, seed=config.seed)
     result, meta = _compared(context, mlflow, artifact_store, profile, CELLDIV, "celldiv_contender_match",
                              lambda: cd_op.contender_match(config.current, config.contender, cfg))
     meta.update({

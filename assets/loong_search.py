@@ -10,6 +10,7 @@ from pydantic import Field
 from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import RELEASE_GATE, SEARCH_GATE
+from ops.profiles import given
 
 GROUP = "loong"
 SEARCH_CHECK = "loong_search_check"
@@ -24,12 +25,10 @@ class SearchCheckAssetConfig(dg.Config):
     seed: int = Field(default=0, description="maps and match seeds derive from it")
 
 
-def check_size(config: SearchCheckAssetConfig, sizes: dict, profile: str, least: int = 2):
-    from ops.loong_search_check import CheckSize
-
-    base = sizes[profile]
-    size = CheckSize(config.games if config.games is not None else base.games,
-                     config.rounds if config.rounds is not None else base.rounds)
+def check_size(config: SearchCheckAssetConfig, sizes, profile: str, least: int = 2):
+    """The check's size: ``sizes`` (an ``ops.profiles.Profiles`` of ``CheckSize``) at ``profile``, the config's
+    games and rounds over it."""
+    size = sizes.resolve(profile, **given(games=config.games, rounds=config.rounds))
     if size.games < least:
         raise ValueError(f"games: at least {least} for this check, got {size.games}")
     return size

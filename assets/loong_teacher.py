@@ -12,6 +12,7 @@ from assets.metadata import inputs_key, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.loong_search_check import CYCLE_GATE
 from ops.loong_teacher import CHECK_GATE
+from ops.profiles import given
 
 GROUP = "loong"
 TEACHER = "loong_teacher"
@@ -35,9 +36,9 @@ class TeacherAssetConfig(dg.Config):
 def _teacher_config(config: TeacherAssetConfig, profile: str):
     from ops.loong_teacher import teacher_config
 
-    given = {"units": config.units, "model": config.model or None, "rollout_rounds": config.rollout_rounds,
-             "check_games": config.check_games, "check_rounds": config.check_rounds}
-    return teacher_config(profile, seed=config.seed, **{k: v for k, v in given.items() if v is not None})
+    return teacher_config(profile, seed=config.seed, **given(
+        units=config.units, model=config.model or None, rollout_rounds=config.rollout_rounds,
+        check_games=config.check_games, check_rounds=config.check_rounds))
 
 
 @dg.asset(
@@ -170,11 +171,11 @@ def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAsse
     store = artifact_store.store()
     record, network = published_teacher(store)
     t = record["config"]
-    given = {"games": config.games, "max_rounds": config.max_rounds, "info_units": config.info_units,
-             "replays": config.replays, "pages": config.pages}
     cfg = validated(TARGETS, lambda: op.profile_config(
         name, seed=config.seed, units=t["units"], model=t["model"], leaf=t["leaf"], weights=tuple(t["weights"]),
-        rollout_rounds=t["rollout_rounds"], **{k: v for k, v in given.items() if v is not None}))
+        rollout_rounds=t["rollout_rounds"], **given(games=config.games, max_rounds=config.max_rounds,
+                                                    info_units=config.info_units, replays=config.replays,
+                                                    pages=config.pages)))
     source = network_source(network)
     # the same teacher, settings and network: the same folder, so a stopped run resumes its finished games
     version = f"cycle{source['cycle'] + 1}-{inputs_key(cfg, network.name)}"
@@ -250,8 +251,7 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
     from ops.loong_position_labels import save_labels
 
     name = profile.checked()
-    overrides = {"epochs": config.epochs} if config.epochs is not None else {}
-    cfg = validated(STUDENT, lambda: op.profile_config(name, seed=config.seed, **overrides))
+    cfg = validated(STUDENT, lambda: op.profile_config(name, seed=config.seed, **given(epochs=config.epochs)))
     store = artifact_store.store()
     targets = store.latest(GROUP, TARGETS)
     if targets is None:

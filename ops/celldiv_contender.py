@@ -33,6 +33,7 @@ import numpy as np
 from games.celldiv.board import PositionError, State, is_over, legal_moves, play, random_start
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import Player, UnknownPlayer, make_player
+from games.gate import EVEN
 from ops.loong_contender import (
     ContenderError,
     ContenderRefused,
@@ -64,7 +65,7 @@ class CelldivContenderConfig:
     """Match games (at least MIN_GAMES and two a size, even)."""
     sizes: str = "4-8"
     """Board sizes cycled through: '4-8', '6' or '4,6,8'."""
-    bar: float = 0.5
+    bar: float = EVEN
     """The pass bar on ``statistic``, in (0, 1)."""
     statistic: str = "wilson_low"
     """'wilson_low' (the contender's score rate's Wilson 95% lower bound) or 'score_rate'."""

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from games.gate import EVEN
 from games.league import LeagueResult
 
 EXIT_INTERRUPTED = 130  # Ctrl-C: what finished is printed, marked interrupted
@@ -112,7 +113,7 @@ def add_contender_args(parser, *, what: str, games_help: str, tolerance_help: st
     parser.add_argument("--current", required=True, help=f"the current {what} (required)")
     parser.add_argument("--contender", required=True, help=f"the contender {what} (required)")
     parser.add_argument("--games", type=int, default=200, help=f"match games, {games_help} (default: %(default)s)")
-    parser.add_argument("--bar", type=float, default=0.5, help="pass bar on --statistic (default: %(default)s)")
+    parser.add_argument("--bar", type=float, default=EVEN, help="pass bar on --statistic (default: %(default)s)")
     parser.add_argument("--statistic", default="wilson_low", help="wilson_low (the Wilson 95%% lower bound of the "
                         "contender's score rate) or score_rate (default: %(default)s)")
     parser.add_argument("--tolerance", type=float, default=0.10,

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from games.gate import EVEN
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.maps import SYMMETRIES, LoongMap
@@ -73,7 +74,7 @@ class ContenderRefused(ContenderError):
 class ContenderConfig:
     games: int = 200
     """Match games (at least MIN_GAMES, even: pairs swap sides on one map and seed)."""
-    bar: float = 0.5
+    bar: float = EVEN
     """The pass bar on ``statistic``, in (0, 1)."""
     statistic: str = "wilson_low"
     """What the bar applies to: 'wilson_low' (the contender's score rate's Wilson 95% lower bound) or 'score_rate'."""

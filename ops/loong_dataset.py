@@ -44,6 +44,7 @@ from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.observation import encode, observe
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
+from ops.profiles import Profiles
 
 SCHEMA_NAME = b"loong_replay_dataset"
 SCHEMA_VERSION = b"3"  # 2: candidates listed on the whole belief (teammates' reports too); 3: played_by (labels)
@@ -83,6 +84,13 @@ class DatasetConfig:
     pairings: tuple[tuple[str, str], ...] = PAIRINGS
     builds: str = ""  # the registered builds root of 'build:' bots; empty: ARENA_HOME/artifacts/loong/builds
     labeller: str = ""  # a bot whose choices label every decision (DAgger; module docstring); empty: the played bot's
+
+
+CONFIG_PROFILES = Profiles("dataset", DatasetConfig, {
+    "test": dict(games=3, rounds=30, shard_games=1, bands=(20,)),
+    "small": dict(games=18, rounds=100, shard_games=3),
+    "full": dict(games=3000, rounds=500, shard_games=10),
+}, DatasetError)
 
 
 def check_config(cfg: DatasetConfig) -> None:

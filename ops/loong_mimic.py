@@ -30,6 +30,7 @@ from ops import loong_kickstart as kick
 from ops.execution import Executor
 from ops.loong_dataset import DatasetError, load_dataset
 from ops.loong_league import MIMIC_PREFIX
+from ops.profiles import Profiles
 from ops.tracking import Tracker
 
 FIDELITY_THRESHOLD = 0.6
@@ -80,6 +81,11 @@ class MimicResult:
                 "threshold": self.threshold, "passed": self.passed, "decisions_train": self.decisions_train,
                 "decisions_heldout": self.decisions_heldout, "recorded_games": self.recorded_games,
                 "network": str(self.network)}
+
+
+# a build's own games recorded against the foil (the dataset lacks them), by profile
+CONFIG_PROFILES = Profiles("mimic", MimicConfig, {"test": dict(games=3), "small": dict(games=18),
+                                                  "full": dict(games=600)}, MimicError)
 
 
 def check_config(cfg: MimicConfig) -> None:

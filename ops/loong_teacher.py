@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.core_teacher import DEFAULT_LEAF, DEFAULT_MODEL, DEFAULT_UNITS, ROLLOUT_ROUNDS, WEIGHTS
-from games.gate import Gate
+from games.gate import EVEN, Gate
 from games.stats import wilson_interval
 from ops.profiles import Profiles
 
-CHECK_PASS_LOWER = 0.5  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
+CHECK_PASS_LOWER = EVEN  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
 CHECK_GATE = Gate("teacher_beats_network", "the native teacher's score rate against the plain network it is to "
                   "improve (expert-0 with the published loong_network_int8; the teacher plays over its dragons)",
                   bar=CHECK_PASS_LOWER)
