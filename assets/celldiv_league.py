@@ -13,7 +13,7 @@ from assets.metadata import elo_metadata, markdown_table, png_markdown, run_meta
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
 from games.gate import EVEN, SCORE_RATE, Gate
-from ops import celldiv_league as league_op
+from ops.celldiv import league as league_op
 from ops.plots import league_png
 from ops.profiles import Profiles, given
 
@@ -199,7 +199,7 @@ class FullLeagueConfig(dg.Config):
         default=None, description="games per pairing with the teacher (it searches every move); None: test 4, "
                                   "small 24, full 200")
     teacher_simulations: int | None = Field(
-        default=None, description="search simulations a move for 'teacher' (PUCT, ops.celldiv_onnx.LEAGUE_SEARCH); "
+        default=None, description="search simulations a move for 'teacher' (PUCT, ops.celldiv.onnx.LEAGUE_SEARCH); "
                                   "None: test 4, small 16, full 128")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
     seed: int = Field(default=0, description="match seed")
@@ -272,7 +272,7 @@ def celldiv_league(
     execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of every tier and trained model (Elite without search, the teacher with it), with Elo."""
-    from ops.celldiv_players import register_store_players
+    from ops.celldiv.players import register_store_players
 
     name = profile.checked()
     scale = validated("celldiv_league", lambda: SCALES.resolve(name, **given(

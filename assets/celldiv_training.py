@@ -15,8 +15,10 @@ from pydantic import Field
 
 from assets.metadata import config_key, markdown_table, run_metadata, validated
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops import celldiv_distill, celldiv_onnx, celldiv_ppo
-from ops import celldiv_teacher as teacher_op
+from ops.celldiv import distill as celldiv_distill
+from ops.celldiv import onnx as celldiv_onnx
+from ops.celldiv import ppo as celldiv_ppo
+from ops.celldiv import teacher as teacher_op
 from ops.profiles import given
 
 GROUP = "celldiv"

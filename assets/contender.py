@@ -17,8 +17,9 @@ from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from bot.builds import STORE_SUBPATH
 from games.gate import EVEN
-from ops import celldiv_contender as cd_op
-from ops import loong_contender as op
+from ops.celldiv import contender as cd_op
+from ops.contender import ContenderError
+from ops.loong import contender as op
 from ops.profiles import Profiles, given
 
 LOONG, CELLDIV = "loong", "celldiv"
@@ -27,12 +28,12 @@ LOONG_PROFILE = Profiles("loong contender", op.ContenderConfig, {  # games, max 
     "test": dict(games=op.MIN_GAMES, max_rounds=30, meter_games=2),
     "small": dict(games=200, max_rounds=200, meter_games=op.METER_GAMES),
     "full": dict(games=400, max_rounds=500, meter_games=2 * op.METER_GAMES),
-}, op.ContenderError)
+}, ContenderError)
 CELLDIV_PROFILE = Profiles("celldiv contender", cd_op.CelldivContenderConfig, {  # games, timed moves
     "test": dict(games=cd_op.MIN_GAMES, latency_moves=40),
     "small": dict(games=200, latency_moves=cd_op.LATENCY_MOVES),
     "full": dict(games=1000, latency_moves=5 * cd_op.LATENCY_MOVES),
-}, op.ContenderError)
+}, ContenderError)
 
 
 def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
@@ -80,7 +81,7 @@ def _compared(context, mlflow, artifact_store, profile, group: str, asset: str, 
     comparison under the asset's version and log it; returns the result and the metadata of both sides."""
     try:
         result = match()
-    except op.ContenderError as e:
+    except ContenderError as e:
         raise dg.Failure(description=f"{asset}: {e}", allow_retries=False) from None
     version = version_id(context)
     out = artifact_store.store().dir(group, asset, version)
@@ -174,7 +175,7 @@ def celldiv_contender_match(context: dg.AssetExecutionContext, config: CelldivCo
                             profile: ProfileResource) -> dg.MaterializeResult:
     """Two Cell Division players of equal move latency (timed first on the same positions; unequal latency
     refused), then a match of fixed size and bar; both sides logged to MLflow as one comparison."""
-    from ops.celldiv_players import register_store_players
+    from ops.celldiv.players import register_store_players
 
     cfg = validated("celldiv_contender_match", lambda: CELLDIV_PROFILE.resolve(
         profile.checked(), **given(games=config.games, latency_moves=config.latency_moves), sizes=config.sizes,

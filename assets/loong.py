@@ -125,8 +125,8 @@ def loong_selfplay_games(
     profile: ProfileResource, execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Batched self-play games on the tensor simulator, written as reference replays (verified to re-simulate)."""
-    from ops.loong_selfplay import CONFIG_PROFILES, check_config
-    from ops.loong_selfplay import run as run_selfplay
+    from ops.loong.selfplay import CONFIG_PROFILES, check_config
+    from ops.loong.selfplay import run as run_selfplay
 
     cfg = validated("loong_selfplay_games", lambda: CONFIG_PROFILES.resolve(
         profile.checked(), **given(games=config.games, size=config.size, max_rounds=config.max_rounds),
@@ -181,7 +181,7 @@ def loong_replay_dataset(
 ) -> dg.MaterializeResult:
     """Foil, expert-h and random games (or the configured pairings: the native teacher's too), each decision replayed
     through the native core: planes, candidates, match; labelled by another bot with ``labeller``."""
-    from ops.loong_dataset import CONFIG_PROFILES, build, check_config
+    from ops.loong.dataset import CONFIG_PROFILES, build, check_config
 
     overrides = given(games=config.games, rounds=config.rounds)
     if config.pairings:
@@ -227,8 +227,8 @@ def loong_kickstart_net(
     """The expert network kickstarted by imitation of the replay dataset (policy over the candidates, value on the
     outcome), float then fake-quantised; resumable; one MLflow run with the checkpoint and the reliability plot."""
     from assets.metadata import config_key
-    from ops import loong_kickstart as kick
-    from ops.loong_dataset import DatasetError
+    from ops.loong import kickstart as kick
+    from ops.loong.dataset import DatasetError
 
     overrides = given(shape=config.shape or None, epochs=config.epochs, quantised_epochs=config.quantised_epochs,
                       batch_size=config.batch_size, learning_rate=config.learning_rate)
@@ -281,8 +281,8 @@ def network_to_export(store) -> dict:
     """The float network ``loong_network_int8`` exports: the student of the latest cycle when it was published after
     the latest kickstart and its cycle gate passed (expert-N+1: it beat its parent), else the kickstart (cycle 0).
     ``{"kind", "folder", "checkpoint", "cycle"}``."""
-    from ops.loong_kickstart import NETWORK as KICK_NETWORK
-    from ops.loong_student import NETWORK as STUDENT_NETWORK
+    from ops.loong.kickstart import NETWORK as KICK_NETWORK
+    from ops.loong.student import NETWORK as STUDENT_NETWORK
 
     def published_at(asset: str) -> float:
         pointer = store.root / GROUP / asset / "LATEST"
@@ -317,7 +317,7 @@ def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: Artifa
     on recorded games. A checked network is a new version of the registered model ``loong-expert-network`` in
     MLflow's model registry (tagged with its folder, digest, shape and cycle); the release check gives the version it
     released the alias ``champion``."""
-    from ops import loong_network as net_op
+    from ops.loong import network as net_op
     from ops.tracking import register_model
 
     store = artifact_store.store()

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from assets.metadata import markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
-from ops import loong_belief as belief_op
+from ops.loong import belief as belief_op
 from ops.profiles import given
 
 GROUP = "loong"

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops import loong_league as league_op
-from ops import loong_pfsp as pfsp_op
+from ops.loong import league as league_op
+from ops.loong import pfsp as pfsp_op
 from ops.plots import league_png
 from ops.profiles import Profiles, given
 
@@ -224,12 +224,12 @@ def loong_league(
 
 # ------------------------------------------------------------------------------------------------ mimics
 MIMICS = "mimics.json"
-MIMIC_BOTS = ("foil", "expert-h")  # the pool's bots the replay dataset records (ops/loong_dataset.PAIRINGS)
+MIMIC_BOTS = ("foil", "expert-h")  # the pool's bots the replay dataset records (ops/loong/dataset.PAIRINGS)
 
 
 def mimic_bots(root: Path) -> list[str]:
     """The default bots to imitate: the dataset's (``MIMIC_BOTS``) and every released expert-N of the build store
-    (``ops.loong_league.RELEASED``) as 'build:expert-N', in release order."""
+    (``ops.loong.league.RELEASED``) as 'build:expert-N', in release order."""
     released = [n for n in league_op.registered_names(root) if league_op.RELEASED.match(n)]
     return [*MIMIC_BOTS, *(f"build:{n}" for n in sorted(released, key=lambda n: int(n.split("-")[1])))]
 
@@ -248,7 +248,7 @@ class MimicsAssetConfig(dg.Config):
     group_name=GROUP, deps=["loong_replay_dataset"], kinds={"pytorch", "wasm", "mlflow"},
     check_specs=[dg.AssetCheckSpec("mimics_fidelity", asset="loong_mimics",
                                    description="every mimic agrees with its bot on held-out games at least as often "
-                                               "as ops.loong_mimic.FIDELITY_THRESHOLD; a mimic that does not is left "
+                                               "as ops.loong.mimic.FIDELITY_THRESHOLD; a mimic that does not is left "
                                                "out of the league (reported, not blocking)")],
 )
 def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, mlflow: MlflowResource,
@@ -257,8 +257,8 @@ def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, m
     """Networks that play like the pool's bots (imitation of one bot's decisions; a build's own games recorded
     first), compiled into expert-0's C and registered as mimic-<bot> (mimic-<build name>) only when they pass the
     fidelity check; the league plays the admitted ones."""
-    from ops import loong_kickstart as kick
-    from ops import loong_mimic as mimic_op
+    from ops.loong import kickstart as kick
+    from ops.loong import mimic as mimic_op
 
     store = artifact_store.store()
     root = builds_root(artifact_store)

@@ -28,7 +28,7 @@ class ValueFitAssetConfig(dg.Config):
 
 
 def _config(config: ValueFitAssetConfig, profile: str):
-    from ops import loong_value_fit as op
+    from ops.loong import value_fit as op
 
     return op.profile_config(profile, seed=config.seed, **given(
         games=config.games, rounds=config.rounds, horizons=tuple(config.horizons) or None,
@@ -40,7 +40,7 @@ def _config(config: ValueFitAssetConfig, profile: str):
     check_specs=[dg.AssetCheckSpec(
         "value_calibrated", asset=ASSET, blocking=True,
         description="the kept fit passes the calibration check on the calibration games: equal-count ECE over 10 "
-                    "bins at most ops.loong_value_fit.MAX_ECE and log loss below the constant predictor's (the "
+                    "bins at most ops.loong.value_fit.MAX_ECE and log loss below the constant predictor's (the "
                     "training games' base rate)")],
 )
 def loong_value_fit(
@@ -50,7 +50,7 @@ def loong_value_fit(
     """The privileged value network on the simulator's whole-board planes: win probability (log loss against
     TD(lambda) targets) and the team's shares 10, 50 and 200 rounds on, one fit per horizon, early-stopped on the
     held-out games, calibrated on the calibration games; published only when it passes."""
-    from ops import loong_value_fit as op
+    from ops.loong import value_fit as op
 
     name = profile.checked()
     cfg = validated(ASSET, lambda: _config(config, name))

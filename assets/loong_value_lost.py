@@ -47,7 +47,7 @@ class ValueLostAssetConfig(dg.Config):
 
 
 def _settings(config: ValueLostAssetConfig, profile: str) -> dict:
-    from ops.loong_value_lost import ReportError
+    from ops.loong.value_lost import ReportError
 
     s = asdict(POINTS_PROFILES.resolve(profile, **given(
         top=config.top, points_size=config.points_size, points_rounds=config.points_rounds,
@@ -87,8 +87,8 @@ def loong_value_lost_report(context: dg.AssetExecutionContext, config: ValueLost
     """Value lost by cause over the published targets' departures, candidate gaps by situation and generator, the
     generators' rates, variant loss and points, and the costliest departures: report.json, report.md, a picture and
     top_departures.json, one MLflow run tagged with the cycle."""
-    from ops.loong_teacher_targets import load_targets
-    from ops.loong_value_lost import COLUMNS, FILES, PAGES, ReportError, generator_points, write_report
+    from ops.loong.teacher_targets import load_targets
+    from ops.loong.value_lost import COLUMNS, FILES, PAGES, ReportError, generator_points, write_report
 
     name = profile.checked()
     s = validated(REPORT, _settings, config, name)

@@ -24,8 +24,8 @@ from games.gate import EVEN
 from games.loong.bots import play_game, random_bot
 from games.loong.foil import foil_bot
 from games.stats import wilson_interval
-from ops.loong_contender import BANDS  # the bands and maps of every strength bar (one copy)
-from ops.loong_contender import band_map as game_map
+from ops.loong.contender import BANDS  # the bands and maps of every strength bar (one copy)
+from ops.loong.contender import band_map as game_map
 
 MIN_FOIL_GAMES, MIN_RANDOM_GAMES, MIN_JUDGED = 200, 60, 20
 BAR_LOWER, GOAL = EVEN, 0.75

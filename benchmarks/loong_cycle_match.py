@@ -4,7 +4,7 @@
         [--seed 1] [--workers 2]
 
 Both int8 networks play as expert-0 on its native build (the C turn the judged bot runs), no search, on the
-strength bars' maps (every size band and symmetry, each map twice with sides swapped: ops.loong_contender.band_map).
+strength bars' maps (every size band and symmetry, each map twice with sides swapped: ops.loong.contender.band_map).
 Fixed before the games: ``--games`` (at least ``MIN_GAMES``); the new network passes when the Wilson 95% lower bound
 of its score rate is above 0.5. Printed: wins-draws-losses, score, Wilson interval, pass. Exit 1 on a miss, 2 on bad
 arguments.
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.expert_h_match import outcome, play  # noqa: E402
 from games.gate import EVEN, Gate  # noqa: E402
-from ops.loong_contender import band_map  # noqa: E402
+from ops.loong.contender import band_map  # noqa: E402
 
 MIN_GAMES = 40
 GATE = Gate("new_beats_old", "the new network's score rate against the old one, both expert-0 without search, on "

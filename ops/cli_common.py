@@ -8,8 +8,13 @@ from collections.abc import Callable
 
 from games.gate import EVEN
 from games.league import LeagueResult
+from ops.contender import log_comparison, report_lines
 
 EXIT_INTERRUPTED = 130  # Ctrl-C: what finished is printed, marked interrupted
+
+
+class CliError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
 
 
 def console():
@@ -126,8 +131,6 @@ def add_contender_args(parser, *, what: str, games_help: str, tolerance_help: st
 def report_comparison(result, experiment: str, args) -> int:
     """Log a contender comparison to MLflow (unless ``--no-mlflow``), print it (``--json`` or lines) and return the
     exit code: 0 when the contender passed its bar, 1 when it did not."""
-    from ops.loong_contender import log_comparison, report_lines
-
     runs = {} if args.no_mlflow else log_comparison(result, experiment)
     if args.json:
         print(json.dumps({**result.summary(), "mlflow_runs": runs}, indent=2))

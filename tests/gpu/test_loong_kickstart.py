@@ -1,4 +1,4 @@
-"""Kickstart imitation of the Loong replay dataset (gpu/loong_kickstart.py, ops/loong_kickstart.py): rows decode to
+"""Kickstart imitation of the Loong replay dataset (gpu/loong_kickstart.py, ops/loong/kickstart.py): rows decode to
 the network's inputs (CHW planes, candidates padded with a mask, unusable rows dropped), the module learns a fixed
 batch in float and fake-quantised mode, padding is never chosen, an interrupted run resumes to the same weights as an
 uninterrupted one, and bad configs, files and checkpoints are refused in one line naming the field or file."""
@@ -22,8 +22,8 @@ from gpu.loong_kickstart import (
     policy_loss,
     took_action,
 )
-from ops.loong_dataset import SCHEMA, DatasetError
-from ops.loong_kickstart import (
+from ops.loong.dataset import SCHEMA, DatasetError
+from ops.loong.kickstart import (
     CHECKPOINT,
     COLUMNS,
     KickstartConfig,

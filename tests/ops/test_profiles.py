@@ -145,17 +145,17 @@ def test_a_missing_required_field_is_one_line():
 # -- every work step resolves through ops.profiles -----------------------------------------------------------------
 # module, its Profiles, its own resolver (None: only the Profiles), the error class callers catch
 STEPS = [
-    ("ops.loong_student", "profile_config", "StudentError"),
-    ("ops.loong_value_fit", "profile_config", "ValueFitError"),
-    ("ops.loong_teacher", "teacher_config", "TeacherConfigError"),
-    ("ops.loong_teacher_targets", "profile_config", "TargetsError"),
-    ("ops.loong_belief", None, None),
-    ("ops.celldiv_ppo", "config_for", None),
-    ("ops.celldiv_teacher", None, None),
-    ("ops.celldiv_distill", None, None),
-    ("ops.loong_kickstart", None, "KickstartError"),
-    ("ops.loong_selfplay", None, "SelfPlayConfigError"),
-    ("ops.loong_dataset", None, "DatasetError"),
+    ("ops.loong.student", "profile_config", "StudentError"),
+    ("ops.loong.value_fit", "profile_config", "ValueFitError"),
+    ("ops.loong.teacher", "teacher_config", "TeacherConfigError"),
+    ("ops.loong.teacher_targets", "profile_config", "TargetsError"),
+    ("ops.loong.belief", None, None),
+    ("ops.celldiv.ppo", "config_for", None),
+    ("ops.celldiv.teacher", None, None),
+    ("ops.celldiv.distill", None, None),
+    ("ops.loong.kickstart", None, "KickstartError"),
+    ("ops.loong.selfplay", None, "SelfPlayConfigError"),
+    ("ops.loong.dataset", None, "DatasetError"),
 ]
 
 
@@ -185,7 +185,7 @@ def test_every_work_step_resolves_its_profiles_through_ops_profiles(module, reso
 
 
 def test_the_kickstart_overrides_go_through_ops_profiles():
-    from ops import loong_kickstart as kick
+    from ops.loong import kickstart as kick
 
     base = kick.KickstartConfig()
     assert kick.with_overrides(base, epochs=5) == dataclasses.replace(base, epochs=5)
@@ -194,9 +194,9 @@ def test_the_kickstart_overrides_go_through_ops_profiles():
 
 
 @pytest.mark.parametrize("module,argv,line", [
-    ("ops.celldiv_teacher", ["--profile", "test", "--set", "colour=red"], "colour: not a teacher config field"),
-    ("ops.celldiv_teacher", ["--profile", "huge"], "profile: 'huge' is not one of test, small, full"),
-    ("ops.celldiv_distill", ["--profile", "test", "--data", "none.parquet", "--set", "epochs=many"],
+    ("ops.celldiv.teacher", ["--profile", "test", "--set", "colour=red"], "colour: not a teacher config field"),
+    ("ops.celldiv.teacher", ["--profile", "huge"], "profile: 'huge' is not one of test, small, full"),
+    ("ops.celldiv.distill", ["--profile", "test", "--data", "none.parquet", "--set", "epochs=many"],
      "epochs: 'many' is not an int"),
 ])
 def test_the_celldiv_command_lines_refuse_a_bad_set_in_one_line(module, argv, line, tmp_path, capsys):
@@ -217,7 +217,8 @@ def test_given_keeps_the_fields_a_caller_set():
 # -- every other table of sizes by profile (assets, checks) is a Profiles too, with the values it had -------------
 def _tables():
     from assets import celldiv_league, contender, loong, loong_league, loong_value_lost
-    from ops import loong_mimic, loong_search_check
+    from ops.loong import mimic as loong_mimic
+    from ops.loong import search_check as loong_search_check
 
     return [
         ("celldiv league", celldiv_league.SCALES, {}, {
@@ -268,7 +269,7 @@ def test_every_table_by_profile_resolves_through_ops_profiles_with_its_values():
 
 
 def test_the_kickstart_and_the_mimics_share_one_kickstart_table():
-    from ops import loong_kickstart as kick
+    from ops.loong import kickstart as kick
 
     assert kick.CONFIG_PROFILES.resolve("test").holdout == 0.34
     assert kick.CONFIG_PROFILES.resolve("full").accelerator == "auto"

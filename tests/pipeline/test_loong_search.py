@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assets.loong_search import loong_release, loong_search_check, next_release
-from ops.loong_search_check import SEARCH_CHECK_SIZES
+from ops.loong.search_check import SEARCH_CHECK_SIZES
 from tests.pipeline.test_loong_teacher import publish_network
 
 

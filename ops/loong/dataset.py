@@ -128,7 +128,7 @@ def _teacher(name: str, field: str) -> bool:
 
 
 def builds_root(cfg: DatasetConfig) -> Path:
-    from ops.loong_league import builds_root as default_root
+    from ops.loong.league import builds_root as default_root
 
     return Path(cfg.builds) if cfg.builds else default_root()
 
@@ -140,7 +140,7 @@ def build_ids(cfg: DatasetConfig) -> dict[str, str]:
     if not bots:
         return {}
     from bot.builds import BuildError, verify
-    from ops.loong_league import _build_ref
+    from ops.loong.league import _build_ref
 
     root = builds_root(cfg)
     ids = {}

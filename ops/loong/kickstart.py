@@ -31,7 +31,7 @@ from ops.checkpoints import (
     read_torch_file,
     save_checkpoint,
 )
-from ops.loong_dataset import DatasetError, load_dataset
+from ops.loong.dataset import DatasetError, load_dataset
 from ops.profiles import Profiles, override
 from ops.tracking import NullTracker, Tracker
 

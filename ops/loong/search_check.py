@@ -12,7 +12,7 @@ the judge build's search budget (``bot.expert0.SEARCH_UNITS``, the same decision
 counts units, it never reads a clock), the plain side the network's top candidate. Against ``parent`` (the network
 a cycle's student came from: ``ops.loong_cycle_gate``) both sides play with the same search units, 0 for the plain
 network on both. Maps: every size band and
-symmetry (``ops.loong_contender.band_map``), each map twice with the sides swapped on one match seed. Passed when
+symmetry (``ops.loong.contender.band_map``), each map twice with the sides swapped on one match seed. Passed when
 the Wilson 95% lower bound of the searching side's score rate (wins + draws / 2) is above the bar.
 """
 
@@ -27,7 +27,7 @@ from games.gate import EVEN, Gate
 from games.loong.match import pair_seed
 from games.stats import wilson_interval
 from ops.execution import Executor, WorkItem, cached, gather
-from ops.loong_contender import BANDS, band_map
+from ops.loong.contender import BANDS, band_map
 from ops.profiles import Profiles
 
 SEARCH_PASS_LOWER = EVEN   # the search check: the searching bot beats the plain bot (seed: "searching bot beats the
@@ -296,13 +296,13 @@ def _tune(a):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ops.loong_search_check --network NET.npz [--opponent plain] [--games 96] [--rounds 60]``: one check
+    """``python -m ops.loong.search_check --network NET.npz [--opponent plain] [--games 96] [--rounds 60]``: one check
     match as the assets play it; exit 1 when the bar is missed, 2 on bad arguments."""
     import argparse
 
     from ops.execution import make_executor
 
-    ap = argparse.ArgumentParser(prog="python -m ops.loong_search_check", description=main.__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m ops.loong.search_check", description=main.__doc__.splitlines()[0])
     ap.add_argument("--network", required=True, help="an int8 network (loong_network_int8's network.npz)")
     ap.add_argument("--opponent", default="plain", choices=OPPONENTS)
     ap.add_argument("--parent", default=None, help="with --opponent parent: the network the checked one came from")
