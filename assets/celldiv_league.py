@@ -1,8 +1,10 @@
-"""Cell Division league assets: the built-in tier league (and the full league of trained contenders)."""
-
+"""Cell Division league assets: the built-in tier league (and the full league of trained contenders). Every check
+of the league that a side beats another is a ``games.gate.Gate`` (its description and verdict words are the gate's);
+the sizes by profile resolve through ``ops.profiles``."""
 
 
 import json
+from dataclasses import dataclass
 
 import dagster as dg
 from pydantic import Field
@@ -10,12 +12,31 @@ from pydantic import Field
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
-from games.gate import INCONCLUSIVE, PASS, RATE, Gate
-from ops import celldiv_league as league_op
+from games.gate import EVEN, INCONCLUSIVE, PASS, SCORE_RATE, Gate
+from ops.celldiv import league as league_op
 from ops.plots import league_png
+from ops.profiles import Profiles, given
 
 GROUP = "celldiv"
-TIER_GAMES = {"test": 10, "small": 100, "full": 400}
+
+
+@dataclass(frozen=True)
+class LeagueScale:
+    """The leagues' sizes: ``tier_games`` a pairing of the tier league; ``games`` a pairing of the full league
+    without a searching player (cheap: an ONNX or linear move each; they decide the Elite row, so they play the bars'
+    200 games), ``search_games`` with the teacher (a search a move: fewer), ``teacher_simulations`` its search's."""
+
+    tier_games: int = 100
+    games: int = 200
+    search_games: int = 24
+    teacher_simulations: int = 16
+
+
+SCALES = Profiles("celldiv league", LeagueScale, {
+    "test": dict(tier_games=10, games=4, search_games=4, teacher_simulations=4),
+    "small": {},
+    "full": dict(tier_games=400, games=400, search_games=200, teacher_simulations=128),
+})
 
 
 class TierLeagueConfig(dg.Config):
@@ -92,7 +113,8 @@ def celldiv_tier_league(
     execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of the built-in Cell Division tiers, rated by one Elo fit with 95% intervals."""
-    games = config.games if config.games is not None else TIER_GAMES[profile.checked()]
+    games = validated("celldiv_tier_league", lambda: SCALES.resolve(profile.checked(), **given(
+        tier_games=config.games))).tier_games
     league = league_op.LeagueConfig(players=tuple(config.players), games=games, sizes=config.sizes,
                                          seed=config.seed)
     report, meta = run_league(context, league, "celldiv_tier_league", mlflow, artifact_store, profile.name,
@@ -105,12 +127,7 @@ def celldiv_tier_league(
 
 # --------------------------------------------------------------------------------- the full league
 LEAGUE_PLAYERS = ["random", "easy", "medium", "hard", "hard-trained", "switching", "elite", "teacher"]
-# games a pairing: the pairings without a searching player are cheap (an ONNX or linear move each) and decide the
-# Elite row, so they play the bars' 200 games; the teacher's pairings (a search a move) play fewer
-LEAGUE_GAMES = {"test": 4, "small": 200, "full": 400}
-LEAGUE_SEARCH_GAMES = {"test": 4, "small": 24, "full": 200}
-TEACHER_SIMULATIONS = {"test": 4, "small": 16, "full": 128}
-# (stronger, weaker) head to head: each must keep scoring over half against the other
+# (stronger, weaker) head to head: each must keep scoring over half against the other (``order_gate``)
 ORDER_CHECKS = [("easy", "random"), ("medium", "easy"), ("hard", "medium"), ("elite", "medium"),
                 ("teacher", "medium"), ("teacher", "elite")]
 # the tier order the product promises, checked on the league's Elo fit (all games, not one pairing)
@@ -121,8 +138,8 @@ RELEASE_CHECKS = {("elite", "medium")}
 # issue 15's bars for the Elite, fixed before the league plays, as the issue words them: a score rate of at least
 # the bar over at least BAR_GAMES games (the league's cheap pairings play 200 in the small profile, 400 in the full
 # one), reported with the Wilson interval; not blocking (the product's promise is the Elo order above)
-ELITE_BARS = {"switching": 0.65, "hard": 0.75}
 BAR_GAMES = 200
+ELITE_BARS = {"switching": 0.65, "hard": 0.75}
 RELEASE_PROFILES = ("small", "full")  # the test profile trains far below release strength
 
 
@@ -138,16 +155,18 @@ def bar_check_name(weak: str) -> str:
     return f"elite_bar_vs_{weak}".replace("-", "_")
 
 
-# Each head-to-head check and each Elite bar is a games.gate.Gate (issue 39 item 5): it passes when the Wilson 95%
-# lower bound of the score rate is above its bar, fails when the upper bound is below it, and is inconclusive while
-# the interval holds the bar (then its verdict names the games a pairing that would decide it).
+# Each head-to-head check is a games.gate.Gate (issue 39 item 5): it passes when the Wilson 95% lower bound of the
+# score rate is above one half, fails when the upper bound is below it, and is inconclusive while the interval holds
+# it (then its verdict names the games a pairing that would decide it). The Elite's bars are issue 15's as it words
+# them: the score rate itself at least the bar (SCORE_RATE), the interval reported.
 def order_gate(strong: str, weak: str) -> Gate:
-    return Gate(check_name(strong, weak), f"{strong}'s score rate against {weak} in the league", bar=0.5)
+    return Gate(check_name(strong, weak), f"{strong}'s score rate against {weak} in the league", bar=EVEN)
 
 
 def bar_gate(weak: str) -> Gate:
     return Gate(bar_check_name(weak), f"elite's score rate against {weak} in the league (issue 15's bar, set for the "
-                                      f"Elite before it was trained)", bar=ELITE_BARS[weak], games=BAR_GAMES, rule=RATE)
+                                      f"Elite before it was trained)", bar=ELITE_BARS[weak], games=BAR_GAMES,
+                measure=SCORE_RATE, at_least=True)
 
 
 RELEASE_WORDS = ("; guards the Elite's release: in the small and full profiles (or with release_gate) a check that "
@@ -181,7 +200,7 @@ class FullLeagueConfig(dg.Config):
         default=None, description="games per pairing with the teacher (it searches every move); None: test 4, "
                                   "small 24, full 200")
     teacher_simulations: int | None = Field(
-        default=None, description="search simulations a move for 'teacher' (PUCT, ops.celldiv_onnx.LEAGUE_SEARCH); "
+        default=None, description="search simulations a move for 'teacher' (PUCT, ops.celldiv.onnx.LEAGUE_SEARCH); "
                                   "None: test 4, small 16, full 128")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
     seed: int = Field(default=0, description="match seed")
@@ -283,17 +302,17 @@ def celldiv_league(
     execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Round robin of every tier and trained model (Elite without search, the teacher with it), with Elo."""
-    from ops.celldiv_players import register_store_players
+    from ops.celldiv.players import register_store_players
 
     name = profile.checked()
-    sims = config.teacher_simulations if config.teacher_simulations is not None else TEACHER_SIMULATIONS[name]
+    scale = validated("celldiv_league", lambda: SCALES.resolve(name, **given(
+        games=config.games, search_games=config.search_games, teacher_simulations=config.teacher_simulations)))
+    sims = scale.teacher_simulations
     if sims < 1:
         raise dg.Failure(f"celldiv_league: teacher_simulations: must be at least 1, got {sims}", allow_retries=False)
     found = register_store_players(artifact_store.store(), teacher_simulations=sims)
     context.log.info(f"trained players from the store: {found}")
-    games = config.games if config.games is not None else LEAGUE_GAMES[name]
-    search_games = config.search_games if config.search_games is not None else LEAGUE_SEARCH_GAMES[name]
-    league = league_op.LeagueConfig(players=tuple(config.players), games=games, search_games=search_games,
+    league = league_op.LeagueConfig(players=tuple(config.players), games=scale.games, search_games=scale.search_games,
                                     sizes=config.sizes, seed=config.seed)
     report, meta = run_league(context, league, "celldiv_league", mlflow, artifact_store, name, execution,
                               trained=(str(artifact_store.store().root), sims))

@@ -13,19 +13,18 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import config_key, markdown_table, run_metadata
+from assets.metadata import config_key, markdown_table, run_metadata, validated
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops import celldiv_distill, celldiv_onnx, celldiv_ppo
-from ops import celldiv_teacher as teacher_op
+from ops.celldiv import distill as celldiv_distill
+from ops.celldiv import onnx as celldiv_onnx
+from ops.celldiv import ppo as celldiv_ppo
+from ops.celldiv import teacher as teacher_op
+from ops.profiles import given
 
 GROUP = "celldiv"
 # the Elite chain (switching weights -> teacher -> data -> student -> ONNX -> league) is the main job's
 # longest path: with two step slots, Dagster starts these steps before the others that are ready
 CRITICAL = {"dagster/priority": "10"}
-
-
-def _overrides(config: dg.Config, names: tuple[str, ...]) -> dict:
-    return {n: getattr(config, n) for n in names if getattr(config, n) is not None}
 
 
 def _log_progress(context: dg.AssetExecutionContext, name: str):
@@ -49,8 +48,9 @@ class PPOAssetConfig(dg.Config):
 
 
 def _ppo_asset(context, model: str, asset_name: str, config: PPOAssetConfig, mlflow, store, profile):
-    cfg = celldiv_ppo.config_for(profile.checked(), model=model, seed=config.seed,
-                                 **_overrides(config, ("iterations", "games_per_iteration")))
+    cfg = validated(asset_name, lambda: celldiv_ppo.config_for(
+        profile.checked(), model=model, seed=config.seed,
+        **given(iterations=config.iterations, games_per_iteration=config.games_per_iteration)))
     key = config_key(cfg)
     out = store.store().dir(GROUP, asset_name, key)
     with mlflow.run(context, GROUP, profile.name, tags={"contender_class": f"linear-{model}"}) as tracker:
@@ -110,9 +110,11 @@ def celldiv_teacher(
 ) -> dg.MaterializeResult:
     """AlphaZero teacher (policy + value), kickstarted by imitation of the trained switching player, then
     improved by self-play with a batched Gumbel root search; the games run on the execution resource."""
-    cfg = teacher_op.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
-                                             **_overrides(config, ("iterations", "games_per_iteration", "simulations",
-                                                                   "kickstart_games")))
+    cfg = validated("celldiv_teacher", lambda: teacher_op.CONFIG_PROFILES.resolve(
+        profile.checked(), seed=config.seed, **given(iterations=config.iterations,
+                                                     games_per_iteration=config.games_per_iteration,
+                                                     simulations=config.simulations,
+                                                     kickstart_games=config.kickstart_games)))
     store = artifact_store.store()
     kickstart = _require(store.latest(GROUP, "celldiv_switching_weights"), "weights.json",
                          "celldiv_switching_weights") if cfg.kickstart_games else None
@@ -159,9 +161,8 @@ def celldiv_teacher_data(
     """The frozen teacher's search-improved action distributions on its own games, as Parquet."""
     store = artifact_store.store()
     teacher = _require(store.latest(GROUP, "celldiv_teacher"), teacher_op.TEACHER, "celldiv_teacher")
-    over = {"data_games": config.games, "data_simulations": config.simulations}
-    cfg = teacher_op.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
-                                             **{k: v for k, v in over.items() if v is not None})
+    cfg = validated("celldiv_teacher_data", lambda: teacher_op.CONFIG_PROFILES.resolve(
+        profile.checked(), seed=config.seed, **given(data_games=config.games, data_simulations=config.simulations)))
     _, doc = teacher_op.load_teacher(teacher)
     key = config_key(cfg) + "-" + hashlib.blake2b(doc["version"].encode(), digest_size=4).hexdigest()
     out = store.dir(GROUP, "celldiv_teacher_data", key)
@@ -196,8 +197,8 @@ def celldiv_student(
     store = artifact_store.store()
     data_dir = store.latest(GROUP, "celldiv_teacher_data")
     data = _require(data_dir, "teacher_data.parquet", "celldiv_teacher_data")
-    cfg = celldiv_distill.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
-                                                  **_overrides(config, ("epochs",)))
+    cfg = validated("celldiv_student", lambda: celldiv_distill.CONFIG_PROFILES.resolve(
+        profile.checked(), seed=config.seed, **given(epochs=config.epochs)))
     key = config_key(cfg) + "-" + data_dir.name
     out = store.dir(GROUP, "celldiv_student", key)
     with mlflow.run(context, GROUP, profile.name, tags={"contender_class": "student-" + cfg.shape}) as tracker:

@@ -12,25 +12,28 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import run_metadata, version_id
+from assets.metadata import run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
 from bot.builds import STORE_SUBPATH
-from ops import celldiv_contender as cd_op
-from ops import loong_contender as op
+from games.gate import EVEN
+from ops.celldiv import contender as cd_op
+from ops.contender import ContenderError
+from ops.loong import contender as op
+from ops.profiles import Profiles, given
 from ops.tracking import compare_url
 
 LOONG, CELLDIV = "loong", "celldiv"
 
-LOONG_PROFILE = {  # profile -> (games, max rounds, metered games)
-    "test": (op.MIN_GAMES, 30, 2),
-    "small": (200, 200, op.METER_GAMES),
-    "full": (400, 500, 2 * op.METER_GAMES),
-}
-CELLDIV_PROFILE = {  # profile -> (games, timed moves)
-    "test": (cd_op.MIN_GAMES, 40),
-    "small": (200, cd_op.LATENCY_MOVES),
-    "full": (1000, 5 * cd_op.LATENCY_MOVES),
-}
+LOONG_PROFILE = Profiles("loong contender", op.ContenderConfig, {  # games, max rounds, metered games
+    "test": dict(games=op.MIN_GAMES, max_rounds=30, meter_games=2),
+    "small": dict(games=200, max_rounds=200, meter_games=op.METER_GAMES),
+    "full": dict(games=400, max_rounds=500, meter_games=2 * op.METER_GAMES),
+}, ContenderError)
+CELLDIV_PROFILE = Profiles("celldiv contender", cd_op.CelldivContenderConfig, {  # games, timed moves
+    "test": dict(games=cd_op.MIN_GAMES, latency_moves=40),
+    "small": dict(games=200, latency_moves=cd_op.LATENCY_MOVES),
+    "full": dict(games=1000, latency_moves=5 * cd_op.LATENCY_MOVES),
+}, ContenderError)
 
 
 def _verdict_metadata(v) -> dict:
@@ -71,7 +74,7 @@ def _compared(context, mlflow, artifact_store, profile, group: str, asset: str, 
     comparison under the asset's version and log it; returns the result and the metadata of both sides."""
     try:
         result = match()
-    except op.ContenderError as e:
+    except ContenderError as e:
         raise dg.Failure(description=f"{asset}: {e}", allow_retries=False) from None
     version = version_id(context)
     out = artifact_store.store().dir(group, asset, version)
@@ -99,7 +102,7 @@ class LoongContenderConfig(dg.Config):
     contender: str = Field(default="build:expert-0", description="the contender build, build:<name|id>")
     games: int | None = Field(default=None, description=f"match games (even, at least {op.MIN_GAMES}); None: the "
                                                          "profile's (test 36, small 200, full 400)")
-    bar: float = Field(default=0.5, description="pass bar on the statistic (a score rate)")
+    bar: float = Field(default=EVEN, description="pass bar on the statistic (a score rate)")
     statistic: str = Field(default="wilson_low", description="'wilson_low' (the Wilson 95% lower bound of the "
                                                              "contender's score rate) or 'score_rate'")
     tolerance: float = Field(default=op.COST_TOLERANCE, description="largest relative difference of mean points a "
@@ -120,13 +123,11 @@ def loong_contender_match(context: dg.AssetExecutionContext, config: LoongConten
                           artifact_store: ArtifactStoreResource, profile: ProfileResource) -> dg.MaterializeResult:
     """Two registered builds of equal points a turn in the judge (metered first; unequal costs refused), then a
     match of fixed size and bar on every size band and symmetry; both sides logged to MLflow as one comparison."""
-    games, rounds, meter = LOONG_PROFILE[profile.checked()]
-    cfg = op.ContenderConfig(
-        games=config.games if config.games is not None else games, bar=config.bar, statistic=config.statistic,
-        tolerance=config.tolerance, at_current_budget=config.at_current_budget,
-        meter_games=config.meter_games if config.meter_games is not None else meter,
-        max_rounds=config.max_rounds if config.max_rounds is not None else rounds, seed=config.seed,
-        builds=str(artifact_store.store().root.joinpath(*STORE_SUBPATH)))
+    cfg = validated("loong_contender_match", lambda: LOONG_PROFILE.resolve(
+        profile.checked(), **given(games=config.games, meter_games=config.meter_games, max_rounds=config.max_rounds),
+        bar=config.bar, statistic=config.statistic, tolerance=config.tolerance,
+        at_current_budget=config.at_current_budget, seed=config.seed,
+        builds=str(artifact_store.store().root.joinpath(*STORE_SUBPATH))))
 
     def progress(stage: str, done: int, total: int, tally=None) -> None:
         if stage == "metering" or done % 10 == 0 or done == total:
@@ -158,7 +159,7 @@ class CelldivContenderAssetConfig(dg.Config):
     games: int | None = Field(default=None, description=f"match games (even, at least {cd_op.MIN_GAMES} and two a "
                                                          "size); None: the profile's (test 20, small 200, full 1000)")
     sizes: str = Field(default="4-8", description="board sizes cycled through")
-    bar: float = Field(default=0.5, description="pass bar on the statistic (a score rate)")
+    bar: float = Field(default=EVEN, description="pass bar on the statistic (a score rate)")
     statistic: str = Field(default="wilson_low", description="'wilson_low' or 'score_rate'")
     tolerance: float = Field(default=cd_op.LATENCY_TOLERANCE, description="largest relative difference of median "
                                                                           "move latency accepted")
@@ -176,14 +177,12 @@ def celldiv_contender_match(context: dg.AssetExecutionContext, config: CelldivCo
                             profile: ProfileResource) -> dg.MaterializeResult:
     """Two Cell Division players of equal move latency (timed first on the same positions; unequal latency
     refused), then a match of fixed size and bar; both sides logged to MLflow as one comparison."""
-    from ops.celldiv_players import register_store_players
+    from ops.celldiv.players import register_store_players
 
-    games, moves = CELLDIV_PROFILE[profile.checked()]
+    cfg = validated("celldiv_contender_match", lambda: CELLDIV_PROFILE.resolve(
+        profile.checked(), **given(games=config.games, latency_moves=config.latency_moves), sizes=config.sizes,
+        bar=config.bar, statistic=config.statistic, tolerance=config.tolerance, seed=config.seed))
     register_store_players(artifact_store.store())
-    cfg = cd_op.CelldivContenderConfig(
-        games=config.games if config.games is not None else games, sizes=config.sizes, bar=config.bar,
-        statistic=config.statistic, tolerance=config.tolerance,
-        latency_moves=config.latency_moves if config.latency_moves is not None else moves, seed=config.seed)
     result, meta = _compared(context, mlflow, artifact_store, profile, CELLDIV, "celldiv_contender_match",
                              lambda: cd_op.contender_match(config.current, config.contender, cfg))
     meta.update({

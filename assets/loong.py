@@ -3,6 +3,7 @@ self-play, the replay dataset, the kickstart net and its int8 export. The league
 sensor: assets/loong_league.py."""
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -12,7 +13,7 @@ from assets.loong_league import loong_league  # noqa: F401 - moved there; still 
 from assets.metadata import markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from ops.execution import WorkFailed
-from ops.profiles import Profiles
+from ops.profiles import Profiles, given
 
 GROUP = "loong"
 REPO = Path(__file__).resolve().parents[1]
@@ -30,11 +31,16 @@ class WasmBuildConfig(dg.Config):
     network_version: str = Field(default="", description="version of the int8 network compiled in, if any")
 
 
-SEARCHING_BUILD = {"test": False, "small": False, "full": True}
-"""Whether loong_wasm_build also registers the network's searching build (expert-0-search), which the full
-profile's league plays as the current network "with its search"; on this CPU a searching turn costs about 57M
-points in the judge (docs/benchmarks.md, "The bot's search"), about 8 times expert-0's 7.3M
-(docs/loong-expert0.md), too slow for the small league."""
+@dataclass(frozen=True)
+class WasmBuildScale:
+    searching: bool = False
+    """Whether loong_wasm_build also registers the network's searching build (expert-0-search), which the full
+    profile's league plays as the current network "with its search"; on this CPU a searching turn costs about 57M
+    points in the judge (docs/benchmarks.md, "The bot's search"), about 8 times expert-0's 7.3M
+    (docs/loong-expert0.md), too slow for the small league."""
+
+
+SEARCHING_BUILD = Profiles("wasm build", WasmBuildScale, {"test": {}, "small": {}, "full": dict(searching=True)})
 
 
 @dg.asset(group_name=GROUP, kinds={"wasm"}, deps=["loong_network_int8"])
@@ -54,7 +60,8 @@ def loong_wasm_build(config: WasmBuildConfig, artifact_store: ArtifactStoreResou
                               network_version=config.network_version or None)
     expert = build_expert_h(builds_root(artifact_store))  # the sonar secret from bot.team_keys, never from git
     expert0 = _expert0_build(artifact_store)
-    searching = _expert0_build(artifact_store, search=True) if SEARCHING_BUILD[profile.checked()] else None
+    searching = (_expert0_build(artifact_store, search=True) if SEARCHING_BUILD.resolve(profile.checked()).searching
+                 else None)
     artifact_store.store().publish(GROUP, "loong_wasm_build", build.id)
     (artifact_store.store().dir(GROUP, "loong_wasm_build", build.id) / "build.json").write_text(
         json.dumps({"id": build.id, "name": build.name}, indent=2))
@@ -107,11 +114,6 @@ def fanned_out(context: dg.AssetExecutionContext, asset: str, unit: str, executo
         raise dg.Failure(f"{asset}: {e}") from None
 
 
-SELFPLAY = {"test": dict(games=3, size=12, max_rounds=30, batch_size=3),
-            "small": dict(games=64, size=24, max_rounds=200, batch_size=64),
-            "full": dict(games=4096, size=48, max_rounds=500, batch_size=4096)}
-
-
 class SelfPlayAssetConfig(dg.Config):
     games: int | None = Field(default=None, description="games; None: the profile's (test 3, small 64, full 4096)")
     size: int | None = Field(default=None, description="map side; None: the profile's")
@@ -128,14 +130,12 @@ def loong_selfplay_games(
     profile: ProfileResource, execution: ExecutionResource,
 ) -> dg.MaterializeResult:
     """Batched self-play games on the tensor simulator, written as reference replays (verified to re-simulate)."""
-    from ops.loong_selfplay import SelfPlayConfig, check_config
-    from ops.loong_selfplay import run as run_selfplay
+    from ops.loong.selfplay import CONFIG_PROFILES, check_config
+    from ops.loong.selfplay import run as run_selfplay
 
-    base = SELFPLAY[profile.checked()]
-    cfg = SelfPlayConfig(**{**base, **{k: v for k, v in {"games": config.games, "size": config.size,
-                                                         "max_rounds": config.max_rounds}.items() if v is not None},
-                            "team0": config.team0, "team1": config.team1, "scheduler_k": config.scheduler_k,
-                            "seed": config.seed})
+    cfg = validated("loong_selfplay_games", lambda: CONFIG_PROFILES.resolve(
+        profile.checked(), **given(games=config.games, size=config.size, max_rounds=config.max_rounds),
+        team0=config.team0, team1=config.team1, scheduler_k=config.scheduler_k, seed=config.seed))
     validated("loong_selfplay_games", check_config, cfg)
     executor = execution.executor("loong_selfplay_games")
     version = version_id(context)
@@ -153,11 +153,6 @@ def loong_selfplay_games(
         "dragon_turns_per_second": dg.MetadataValue.float(r.turns / r.seconds if r.seconds else 0.0),
         "verified_replay": dg.MetadataValue.path(r.verified),
     })
-
-
-DATASET = {"test": dict(games=3, rounds=30, shard_games=1, bands=(20,)),
-           "small": dict(games=18, rounds=100, shard_games=3),
-           "full": dict(games=3000, rounds=500, shard_games=10)}
 
 
 class DatasetAssetConfig(dg.Config):
@@ -191,15 +186,15 @@ def loong_replay_dataset(
 ) -> dg.MaterializeResult:
     """Foil, expert-h and random games (or the configured pairings: the native teacher's too), each decision replayed
     through the native core: planes, candidates, match; labelled by another bot with ``labeller``."""
-    from ops.loong_dataset import DatasetConfig, build, check_config
+    from ops.loong.dataset import CONFIG_PROFILES, build, check_config
 
-    base = DATASET[profile.checked()]
-    overrides = {k: v for k, v in {"games": config.games, "rounds": config.rounds}.items() if v is not None}
+    overrides = given(games=config.games, rounds=config.rounds)
     if config.pairings:
         overrides["pairings"] = dataset_pairings(config.pairings)
     if config.labeller:
         overrides["labeller"] = config.labeller.replace("@", ":", 1)
-    cfg = DatasetConfig(**{**base, **overrides, "seed": config.seed})
+    cfg = validated("loong_replay_dataset", lambda: CONFIG_PROFILES.resolve(profile.checked(), **overrides,
+                                                                            seed=config.seed))
     validated("loong_replay_dataset", check_config, cfg)
     executor = execution.executor("loong_replay_dataset")
     version = version_id(context)
@@ -217,11 +212,6 @@ def loong_replay_dataset(
         "generator_match_rate": dg.MetadataValue.float(s["generator_match_rate"]),
         "by_bot": dg.MetadataValue.json(s["by_bot"]),
     })
-
-
-KICKSTART = {"test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34),
-             "small": dict(shape="v1t2c16", epochs=2, quantised_epochs=1, batch_size=64),
-             "full": dict(shape="v1t4c32", epochs=12, quantised_epochs=3, batch_size=256, accelerator="auto")}
 
 
 class KickstartAssetConfig(dg.Config):
@@ -242,14 +232,13 @@ def loong_kickstart_net(
     """The expert network kickstarted by imitation of the replay dataset (policy over the candidates, value on the
     outcome), float then fake-quantised; resumable; one MLflow run with the checkpoint and the reliability plot."""
     from assets.metadata import config_key
-    from ops import loong_kickstart as kick
-    from ops.loong_dataset import DatasetError
+    from ops.loong import kickstart as kick
+    from ops.loong.dataset import DatasetError
 
-    overrides = {k: v for k, v in {"shape": config.shape or None, "epochs": config.epochs,
-                                   "quantised_epochs": config.quantised_epochs, "batch_size": config.batch_size,
-                                   "learning_rate": config.learning_rate}.items() if v is not None}
-    profiles = Profiles("kickstart", kick.KickstartConfig, KICKSTART, kick.KickstartError)
-    cfg = validated("loong_kickstart_net", lambda: profiles.resolve(profile.checked(), seed=config.seed, **overrides))
+    overrides = given(shape=config.shape or None, epochs=config.epochs, quantised_epochs=config.quantised_epochs,
+                      batch_size=config.batch_size, learning_rate=config.learning_rate)
+    cfg = validated("loong_kickstart_net", lambda: kick.CONFIG_PROFILES.resolve(profile.checked(), seed=config.seed,
+                                                                                **overrides))
     validated("loong_kickstart_net", kick.check_config, cfg)
     store = artifact_store.store()
     data = store.latest(GROUP, "loong_replay_dataset")
@@ -297,8 +286,8 @@ def network_to_export(store) -> dict:
     """The float network ``loong_network_int8`` exports: the student of the latest cycle when it was published after
     the latest kickstart and its cycle gate passed (expert-N+1: it beat its parent), else the kickstart (cycle 0).
     ``{"kind", "folder", "checkpoint", "cycle"}``."""
-    from ops.loong_kickstart import NETWORK as KICK_NETWORK
-    from ops.loong_student import NETWORK as STUDENT_NETWORK
+    from ops.loong.kickstart import NETWORK as KICK_NETWORK
+    from ops.loong.student import NETWORK as STUDENT_NETWORK
 
     def published_at(asset: str) -> float:
         pointer = store.root / GROUP / asset / "LATEST"
@@ -333,7 +322,7 @@ def loong_network_int8(context: dg.AssetExecutionContext, artifact_store: Artifa
     on recorded games. A checked network is a new version of the registered model ``loong-expert-network`` in
     MLflow's model registry (tagged with its folder, digest, shape and cycle); the release check gives the version it
     released the alias ``champion``."""
-    from ops import loong_network as net_op
+    from ops.loong import network as net_op
     from ops.tracking import register_model
 
     store = artifact_store.store()

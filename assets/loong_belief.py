@@ -9,7 +9,8 @@ from pydantic import Field
 
 from assets.metadata import markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
-from ops import loong_belief as belief_op
+from ops.loong import belief as belief_op
+from ops.profiles import given
 
 GROUP = "loong"
 ASSET = "loong_belief_report"
@@ -29,10 +30,9 @@ class BeliefReportConfig(dg.Config):
 
 
 def _config(config: BeliefReportConfig, profile: str) -> belief_op.BeliefConfig:
-    given = {"sizes": tuple(config.sizes) or None, "games_per_map": config.games_per_map, "rounds": config.rounds,
-             "sonar_frames": config.sonar_frames}
-    return belief_op.CONFIG_PROFILES.resolve(profile, **{k: v for k, v in given.items() if v is not None},
-                                             bots=tuple(config.bots), seed=config.seed)
+    return belief_op.CONFIG_PROFILES.resolve(profile, **given(
+        sizes=tuple(config.sizes) or None, games_per_map=config.games_per_map, rounds=config.rounds,
+        sonar_frames=config.sonar_frames), bots=tuple(config.bots), seed=config.seed)
 
 
 @dg.asset(

@@ -6,6 +6,7 @@ a new build is registered (docs/loong-league.md)."""
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -22,10 +23,10 @@ from assets.metadata import (
     version_id,
 )
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops import loong_league as league_op
-from ops import loong_pfsp as pfsp_op
+from ops.loong import league as league_op
+from ops.loong import pfsp as pfsp_op
 from ops.plots import league_png
-from ops.profiles import Profiles
+from ops.profiles import Profiles, given
 
 GROUP = "loong"
 
@@ -34,15 +35,27 @@ def builds_root(store: ArtifactStoreResource) -> Path:
     return store.store().root / "loong" / "builds"
 
 
-LEAGUE = {  # profile -> maps a pass, their distribution, games a pairing a map, round limit, PFSP draws a pass,
-    # whether the games are played on the batched simulator (docs/benchmarks.md, "League throughput": on this CPU the
-    # reference runner plays 2.6x as many games an hour at 12 lanes a map and 1.1x at 60, so small, about 30-40
-    # lanes a map, keeps it; test plays batched to exercise it; full's batched is a placeholder for a GPU box, not
-    # yet measured on one)
+@dataclass(frozen=True)
+class PassScale:
+    """A league pass's size: maps a pass, their distribution, games a pairing a map, round limit, PFSP draws a pass,
+    whether the games are played on the batched simulator."""
+
+    maps: int = 3
+    dist: league_op.MapDistribution = league_op.MapDistribution(20, 40)
+    games: int = 2
+    rounds: int = 500
+    pfsp: int = 6
+    batched: bool = False
+
+
+# docs/benchmarks.md, "League throughput": on this CPU the reference runner plays 2.6x as many games an hour at 12
+# lanes a map and 1.1x at 60, so small, about 30-40 lanes a map, keeps it; test plays batched to exercise it; full's
+# batched is a placeholder for a GPU box, not yet measured on one
+LEAGUE = Profiles("league pass", PassScale, {
     "test": dict(maps=1, dist=league_op.MapDistribution(12, 16), games=2, rounds=40, pfsp=2, batched=True),
-    "small": dict(maps=3, dist=league_op.MapDistribution(20, 40), games=2, rounds=500, pfsp=6, batched=False),
-    "full": dict(maps=6, dist=league_op.MapDistribution(), games=10, rounds=500, pfsp=40, batched=True),
-}
+    "small": {},
+    "full": dict(maps=6, dist=league_op.MapDistribution(), games=10, pfsp=40, batched=True),
+})
 CURRENT = "build:expert-0"  # the current network's bot: PFSP's player once a loong_network_int8 is published
 SEARCHING = "build:expert-0-search"  # the current network with its search (registered by loong_wasm_build in full);
 # PFSP's player where it plays
@@ -105,7 +118,8 @@ def loong_league(
 ) -> dg.MaterializeResult:
     """A league pass: the round robin of the pool (wasm builds and Python bots) on generated maps, the current
     network's PFSP games, Elo with intervals, and the pass appended to the league's history (Elo over passes)."""
-    p = LEAGUE[profile.checked()]
+    p = validated("loong_league", lambda: LEAGUE.resolve(profile.checked(), **given(
+        games=config.games_per_map, rounds=config.max_rounds, pfsp=config.pfsp_draws, batched=config.batched)))
     store = artifact_store.store()
     root = builds_root(artifact_store)
     history_file = league_op.history_path(store.root)
@@ -130,8 +144,8 @@ def loong_league(
         players.append(q)
     current = config.current if config.current is not None else next((q for q in (SEARCHING, CURRENT) if q in players),
                                                                       "")
-    maps = tuple(config.maps) or validated("loong_league", league_op.generate_map_specs, p["dist"], p["maps"], seed)
-    draws = config.pfsp_draws if config.pfsp_draws is not None else p["pfsp"]
+    maps = tuple(config.maps) or validated("loong_league", league_op.generate_map_specs, p.dist, p.maps, seed)
+    draws = p.pfsp
     if draws < 0:
         raise dg.Failure(f"loong_league: pfsp_draws: must be at least 0, got {draws}", allow_retries=False)
     pfsp_doc: dict = {}
@@ -141,16 +155,15 @@ def loong_league(
         rates = pfsp_op.win_rates(history, current, opponents)
         weights = validated("loong_league", pfsp_op.pfsp_weights, rates)
         drawn = pfsp_op.sample(weights, draws, seed)
-        specs = validated("loong_league", league_op.generate_map_specs, p["dist"], draws, seed + 1)
+        specs = validated("loong_league", league_op.generate_map_specs, p.dist, draws, seed + 1)
         pfsp = tuple(zip(drawn, specs))
         pfsp_doc = {"rates": rates, "weights": weights, "draws": [list(d) for d in pfsp],
                     "weighting": f"(1 - p)^{pfsp_op.HARD_POWER:g}"}
     league = league_op.LoongLeagueConfig(
         players=tuple(players), maps=maps,
-        games_per_map=config.games_per_map if config.games_per_map is not None else p["games"],
-        max_rounds=config.max_rounds if config.max_rounds is not None else p["rounds"],
+        games_per_map=p.games, max_rounds=p.rounds,
         seed=seed, builds=str(root), current=current, pfsp=pfsp,
-        batched=config.batched if config.batched is not None else p["batched"],
+        batched=p.batched,
         device=league_op.league_device(config.device))
     factories, loaded = validated("loong_league", league_op.check_config, league)  # before the MLflow run
     executor = execution.executor("loong_league")
@@ -222,16 +235,12 @@ def loong_league(
 
 # ------------------------------------------------------------------------------------------------ mimics
 MIMICS = "mimics.json"
-MIMIC_BOTS = ("foil", "expert-h")  # the pool's bots the replay dataset records (ops/loong_dataset.PAIRINGS)
-MIMIC_KICKSTART = {"test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34),
-                   "small": dict(shape="v1t2c16", epochs=2, quantised_epochs=1, batch_size=64),
-                   "full": dict(shape="v1t4c32", epochs=12, quantised_epochs=3, batch_size=256, accelerator="auto")}
-MIMIC_GAMES = {"test": 3, "small": 18, "full": 600}  # a build's own games against the foil (the dataset lacks them)
+MIMIC_BOTS = ("foil", "expert-h")  # the pool's bots the replay dataset records (ops/loong/dataset.PAIRINGS)
 
 
 def mimic_bots(root: Path) -> list[str]:
     """The default bots to imitate: the dataset's (``MIMIC_BOTS``) and every released expert-N of the build store
-    (``ops.loong_league.RELEASED``) as 'build:expert-N', in release order."""
+    (``ops.loong.league.RELEASED``) as 'build:expert-N', in release order."""
     released = [n for n in league_op.registered_names(root) if league_op.RELEASED.match(n)]
     return [*MIMIC_BOTS, *(f"build:{n}" for n in sorted(released, key=lambda n: int(n.split("-")[1])))]
 
@@ -259,8 +268,8 @@ def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, m
     """Networks that play like the pool's bots (imitation of one bot's decisions; a build's own games recorded
     first), compiled into expert-0's C and registered as mimic-<bot> (mimic-<build name>) only when they pass the
     fidelity check; the league plays the admitted ones."""
-    from ops import loong_kickstart as kick
-    from ops import loong_mimic as mimic_op
+    from ops.loong import kickstart as kick
+    from ops.loong import mimic as mimic_op
 
     store = artifact_store.store()
     root = builds_root(artifact_store)
@@ -271,11 +280,12 @@ def loong_mimics(context: dg.AssetExecutionContext, config: MimicsAssetConfig, m
     twice = sorted({b for b in bots if bots.count(b) > 1})
     if twice:
         raise dg.Failure(f"loong_mimics: bots: listed twice: {', '.join(twice)}", allow_retries=False)
-    games = config.games if config.games is not None else MIMIC_GAMES[profile.checked()]
-    profiles = Profiles("kickstart", kick.KickstartConfig, MIMIC_KICKSTART, kick.KickstartError)
-    overrides = {"seed": config.seed, **({"epochs": config.epochs} if config.epochs is not None else {})}
-    kickstart = validated("loong_mimics", lambda: profiles.resolve(profile.checked(), **overrides))
-    cfgs = [mimic_op.MimicConfig(bot, kickstart, games=games, builds=str(root)) for bot in bots]
+    name = profile.checked()
+    kickstart = validated("loong_mimics", lambda: kick.CONFIG_PROFILES.resolve(name, seed=config.seed,
+                                                                               **given(epochs=config.epochs)))
+    cfgs = [validated("loong_mimics", lambda b=bot: mimic_op.CONFIG_PROFILES.resolve(
+        name, bot=b, kickstart=kickstart, builds=str(root), **given(games=config.games))) for bot in bots]
+    games = cfgs[0].games
     for c in cfgs:  # every bot and build checked before any training
         validated("loong_mimics", mimic_op.check_config, c)
         validated("loong_mimics", mimic_op.own_games, c, data)

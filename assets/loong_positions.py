@@ -10,7 +10,7 @@ from pydantic import Field
 
 from assets.metadata import markdown_table, validated, version_id
 from assets.resources import ArtifactStoreResource
-from ops import loong_positions as op
+from ops.loong import positions as op
 
 GROUP = "loong"
 EXPERT0 = "build:expert-0"

@@ -1,6 +1,6 @@
 """The bot's search checked and the expert released (issue 12 items 1 and 6; docs/loong-search-check.md): the search
 check (expert-0-search beats expert-0, the same network without search) and the release check (expert-0-search
-against the foil), both blocking, sizes and bars fixed in ops/loong_search_check.py before the games."""
+against the foil), both blocking, sizes and bars fixed in ops/loong/search_check.py before the games."""
 
 import json
 
@@ -9,7 +9,8 @@ from pydantic import Field
 
 from assets.metadata import rate_value, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops.loong_search_check import RELEASE_GATE, SEARCH_GATE
+from ops.loong.search_check import RELEASE_GATE, SEARCH_GATE
+from ops.profiles import given
 
 GROUP = "loong"
 SEARCH_CHECK = "loong_search_check"
@@ -19,17 +20,15 @@ CHECK_FILE = "check.json"
 
 class SearchCheckAssetConfig(dg.Config):
     games: int | None = Field(default=None, description="games (even); None: the profile's "
-                                                        "(ops.loong_search_check sizes)")
+                                                        "(ops.loong.search_check sizes)")
     rounds: int | None = Field(default=None, description="round limit of the games; None: the profile's")
     seed: int = Field(default=0, description="maps and match seeds derive from it")
 
 
-def check_size(config: SearchCheckAssetConfig, sizes: dict, profile: str, least: int = 2):
-    from ops.loong_search_check import CheckSize
-
-    base = sizes[profile]
-    size = CheckSize(config.games if config.games is not None else base.games,
-                     config.rounds if config.rounds is not None else base.rounds)
+def check_size(config: SearchCheckAssetConfig, sizes, profile: str, least: int = 2):
+    """The check's size: ``sizes`` (an ``ops.profiles.Profiles`` of ``CheckSize``) at ``profile``, the config's
+    games and rounds over it."""
+    size = sizes.resolve(profile, **given(games=config.games, rounds=config.rounds))
     if size.games < least:
         raise ValueError(f"games: at least {least} for this check, got {size.games}")
     return size
@@ -47,10 +46,10 @@ def run_check(context, asset: str, opponent: str, size, seed: int, gate, mlflow,
               network, profile: str, *, version: str = "", name: str = "", search_units: int | None = None,
               parent=None, side: str = "", tags: dict | None = None) -> tuple:
     """Play the check's match (``network``: a folder holding network.npz; ``search_units``, ``parent``, ``side``:
-    ``ops.loong_search_check.search_match``'s), log it to MLflow and write its record into the asset's folder
+    ``ops.loong.search_check.search_match``'s), log it to MLflow and write its record into the asset's folder
     ``version`` (default: a new one); (match, version, metadata, verdict): the verdict of ``gate`` at this size (a pass
     also needs every game played). ``name``: the network's name in the record (default: its folder's)."""
-    from ops.loong_search_check import search_match
+    from ops.loong.search_check import search_match
 
     bar = gate.bar
     name = name or network.name
@@ -125,7 +124,7 @@ def loong_search_check(context: dg.AssetExecutionContext, config: SearchCheckAss
                        execution: ExecutionResource):
     """The search check: the searching bot against the plain bot on every size band and symmetry; published only on a
     pass, so a search that loses to its own network is never released."""
-    from ops.loong_search_check import SEARCH_CHECK_SIZES
+    from ops.loong.search_check import SEARCH_CHECK_SIZES
 
     name = profile.checked()
     size = validated(SEARCH_CHECK, lambda: check_size(config, SEARCH_CHECK_SIZES, name))
@@ -186,7 +185,7 @@ def register_release(run_id: str, build, released: str, network: str, verdict, m
 
 def next_release(root) -> str:
     """The next released name, expert-N+1 after the highest expert-N in the build store (expert-1 first)."""
-    from ops.loong_league import RELEASED, registered_names
+    from ops.loong.league import RELEASED, registered_names
 
     numbers = [int(n.split("-")[1]) for n in registered_names(root) if RELEASED.match(n)]
     return f"expert-{max(numbers, default=0) + 1}"
@@ -204,7 +203,7 @@ def loong_release(context: dg.AssetExecutionContext, config: SearchCheckAssetCon
     build is registered as the next expert-N, which joins the league's frozen pool."""
     from bot.expert0 import build_expert0
     from bot.int8_expert import load
-    from ops.loong_search_check import RELEASE_MIN_GAMES, RELEASE_SIZES
+    from ops.loong.search_check import RELEASE_MIN_GAMES, RELEASE_SIZES
 
     name = profile.checked()
     least = RELEASE_MIN_GAMES if name != "test" else 2  # the test profile only proves the path

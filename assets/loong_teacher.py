@@ -10,8 +10,9 @@ from pydantic import Field
 from assets.loong_search import SearchCheckAssetConfig, gated
 from assets.metadata import inputs_key, rate_value, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
-from ops.loong_search_check import CYCLE_GATE
-from ops.loong_teacher import CHECK_GATE
+from ops.loong.search_check import CYCLE_GATE
+from ops.loong.teacher import CHECK_GATE
+from ops.profiles import given
 
 GROUP = "loong"
 TEACHER = "loong_teacher"
@@ -33,11 +34,11 @@ class TeacherAssetConfig(dg.Config):
 
 
 def _teacher_config(config: TeacherAssetConfig, profile: str):
-    from ops.loong_teacher import teacher_config
+    from ops.loong.teacher import teacher_config
 
-    given = {"units": config.units, "model": config.model or None, "rollout_rounds": config.rollout_rounds,
-             "check_games": config.check_games, "check_rounds": config.check_rounds}
-    return teacher_config(profile, seed=config.seed, **{k: v for k, v in given.items() if v is not None})
+    return teacher_config(profile, seed=config.seed, **given(
+        units=config.units, model=config.model or None, rollout_rounds=config.rollout_rounds,
+        check_games=config.check_games, check_rounds=config.check_rounds))
 
 
 @dg.asset(
@@ -55,7 +56,7 @@ def loong_teacher(context: dg.AssetExecutionContext, config: TeacherAssetConfig,
     published only when the check passes, so the targets are only ever searched by a teacher that beat it."""
     from dataclasses import asdict
 
-    from ops.loong_teacher import CHECK_PASS_LOWER, teacher_check
+    from ops.loong.teacher import CHECK_PASS_LOWER, teacher_check
 
     name = profile.checked()
     cfg = validated(TEACHER, lambda: _teacher_config(config, name))
@@ -164,17 +165,17 @@ def loong_teacher_targets(context: dg.AssetExecutionContext, config: TargetsAsse
     it beat, playing its own moves against the foil, expert-h and itself): the student's inputs plus the targets."""
     from dataclasses import asdict
 
-    from ops import loong_teacher_targets as op
+    from ops.loong import teacher_targets as op
 
     name = profile.checked()
     store = artifact_store.store()
     record, network = published_teacher(store)
     t = record["config"]
-    given = {"games": config.games, "max_rounds": config.max_rounds, "info_units": config.info_units,
-             "replays": config.replays, "pages": config.pages}
     cfg = validated(TARGETS, lambda: op.profile_config(
         name, seed=config.seed, units=t["units"], model=t["model"], leaf=t["leaf"], weights=tuple(t["weights"]),
-        rollout_rounds=t["rollout_rounds"], **{k: v for k, v in given.items() if v is not None}))
+        rollout_rounds=t["rollout_rounds"], **given(games=config.games, max_rounds=config.max_rounds,
+                                                    info_units=config.info_units, replays=config.replays,
+                                                    pages=config.pages)))
     source = network_source(network)
     # the same teacher, settings and network: the same folder, so a stopped run resumes its finished games
     version = f"cycle{source['cycle'] + 1}-{inputs_key(cfg, network.name)}"
@@ -222,8 +223,8 @@ def student_positions(config: StudentAssetConfig, store, targets, network, log):
     None when off, missing or empty (the student trains on the targets alone)."""
     from pathlib import Path
 
-    from ops import loong_positions as positions_op
-    from ops.loong_position_labels import label_for_targets
+    from ops.loong import positions as positions_op
+    from ops.loong.position_labels import label_for_targets
 
     if not config.positions:
         return None, ["positions: off (config)"]
@@ -246,12 +247,11 @@ def loong_student(context: dg.AssetExecutionContext, config: StudentAssetConfig,
     reviewed move the target's top action, each row its weight); loong_network_int8 exports it as expert-N+1."""
     from pathlib import Path
 
-    from ops import loong_student as op
-    from ops.loong_position_labels import save_labels
+    from ops.loong import student as op
+    from ops.loong.position_labels import save_labels
 
     name = profile.checked()
-    overrides = {"epochs": config.epochs} if config.epochs is not None else {}
-    cfg = validated(STUDENT, lambda: op.profile_config(name, seed=config.seed, **overrides))
+    cfg = validated(STUDENT, lambda: op.profile_config(name, seed=config.seed, **given(epochs=config.epochs)))
     store = artifact_store.store()
     targets = store.latest(GROUP, TARGETS)
     if targets is None:
@@ -361,9 +361,9 @@ def loong_cycle_gate(context: dg.AssetExecutionContext, config: SearchCheckAsset
     rounds; published only on a pass, and loong_network_int8 exports a student only after its gate passed, so a
     cycle that makes the network weaker leaves the published network as it was."""
     from assets.loong_search import check_size, run_check
-    from ops import loong_network as net_op
-    from ops.loong_search_check import CYCLE_SIZES
-    from ops.loong_student import NETWORK
+    from ops.loong import network as net_op
+    from ops.loong.search_check import CYCLE_SIZES
+    from ops.loong.student import NETWORK
 
     name = profile.checked()
     size = validated(GATE, lambda: check_size(config, CYCLE_SIZES, name))

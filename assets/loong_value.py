@@ -9,6 +9,7 @@ from pydantic import Field
 
 from assets.metadata import png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from ops.profiles import given
 
 GROUP = "loong"
 ASSET = "loong_value_fit"
@@ -27,11 +28,11 @@ class ValueFitAssetConfig(dg.Config):
 
 
 def _config(config: ValueFitAssetConfig, profile: str):
-    from ops import loong_value_fit as op
+    from ops.loong import value_fit as op
 
-    given = {"games": config.games, "rounds": config.rounds, "horizons": tuple(config.horizons) or None,
-             "sample_every": config.sample_every, "max_epochs": config.max_epochs}
-    return op.profile_config(profile, seed=config.seed, **{k: v for k, v in given.items() if v is not None})
+    return op.profile_config(profile, seed=config.seed, **given(
+        games=config.games, rounds=config.rounds, horizons=tuple(config.horizons) or None,
+        sample_every=config.sample_every, max_epochs=config.max_epochs))
 
 
 @dg.asset(
@@ -49,7 +50,7 @@ def loong_value_fit(
     """The privileged value network on the simulator's whole-board planes: win probability (log loss against
     TD(lambda) targets) and the team's shares 10, 50 and 200 rounds on, one fit per horizon, early-stopped on the
     held-out games, calibrated on the calibration games; published only when it passes."""
-    from ops import loong_value_fit as op
+    from ops.loong import value_fit as op
 
     name = profile.checked()
     cfg = validated(ASSET, lambda: _config(config, name))

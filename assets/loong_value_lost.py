@@ -5,6 +5,7 @@ variant loss and cost in judge points, and the departures that cost the most (th
 linked to its game's viewer page in the report folder's ``pages/`` when the targets hold the games' replays."""
 
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -13,10 +14,25 @@ from pydantic import Field
 from assets.loong_teacher import GROUP, TARGETS, network_source
 from assets.metadata import png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
+from ops.profiles import Profiles, given
 
 REPORT = "loong_value_lost_report"
-# the generators' points: recorded games (board side, rounds, games) by profile
-POINTS_PROFILES = {"test": (12, 8, 1), "small": (20, 30, 1), "full": (64, 60, 2)}
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """The report's settings; the generators' points are measured on recorded games (board side, rounds, games)."""
+
+    top: int = 20
+    points_size: int = 20
+    points_rounds: int = 30
+    points_games: int = 1
+    seed: int = 0
+
+
+POINTS_PROFILES = Profiles("value-lost report", ReportSettings, {
+    "test": dict(points_size=12, points_rounds=8), "small": {}, "full": dict(points_size=64, points_rounds=60,
+                                                                             points_games=2)})
 
 
 class ValueLostAssetConfig(dg.Config):
@@ -31,12 +47,11 @@ class ValueLostAssetConfig(dg.Config):
 
 
 def _settings(config: ValueLostAssetConfig, profile: str) -> dict:
-    from ops.loong_value_lost import ReportError
+    from ops.loong.value_lost import ReportError
 
-    size, rounds, games = POINTS_PROFILES[profile]
-    s = {"top": config.top, "points_size": config.points_size if config.points_size is not None else size,
-         "points_rounds": config.points_rounds if config.points_rounds is not None else rounds,
-         "points_games": config.points_games if config.points_games is not None else games, "seed": config.seed}
+    s = asdict(POINTS_PROFILES.resolve(profile, **given(
+        top=config.top, points_size=config.points_size, points_rounds=config.points_rounds,
+        points_games=config.points_games, seed=config.seed)))
     if s["top"] < 1:
         raise ReportError(f"top: must be >= 1, got {s['top']}")
     if s["points_games"] < 0:
@@ -72,8 +87,8 @@ def loong_value_lost_report(context: dg.AssetExecutionContext, config: ValueLost
     """Value lost by cause over the published targets' departures, candidate gaps by situation and generator, the
     generators' rates, variant loss and points, and the costliest departures: report.json, report.md, a picture and
     top_departures.json, one MLflow run tagged with the cycle."""
-    from ops.loong_teacher_targets import load_targets
-    from ops.loong_value_lost import COLUMNS, FILES, PAGES, ReportError, generator_points, write_report
+    from ops.loong.teacher_targets import load_targets
+    from ops.loong.value_lost import COLUMNS, FILES, PAGES, ReportError, generator_points, write_report
 
     name = profile.checked()
     s = validated(REPORT, _settings, config, name)

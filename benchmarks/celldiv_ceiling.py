@@ -18,7 +18,7 @@ from games.celldiv.board import EMPTY
 from games.celldiv.match import play_match
 from games.celldiv.players import make_player
 from games.celldiv.solver import PerfectPlayer
-from ops.celldiv_players import register_store_players
+from ops.celldiv.players import register_store_players
 
 
 class EndgamePerfect:

@@ -18,8 +18,8 @@ import torch
 
 from games.celldiv.encoding import encode
 from gpu.celldiv_nets import SmallPolicyNet
-from ops.celldiv_distill import STUDENT_KIND
-from ops.celldiv_onnx import INPUT, OUTPUT, EliteOnnxPlayer, export_onnx, sample_positions
+from ops.celldiv.distill import STUDENT_KIND
+from ops.celldiv.onnx import INPUT, OUTPUT, EliteOnnxPlayer, export_onnx, sample_positions
 from ops.checkpoints import model_version, save_checkpoint
 
 TARGET_MS = 1.0

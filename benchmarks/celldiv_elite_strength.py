@@ -15,7 +15,7 @@ import argparse
 import time
 
 from games.celldiv.match import play_match
-from ops.celldiv_players import register_store_players
+from ops.celldiv.players import register_store_players
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from gpu.celldiv_nets import CellDivNet, OnnxEvaluator, TorchEvaluator
-from ops.celldiv_onnx import sample_positions
-from ops.celldiv_teacher import SearchAdapter, load_teacher
+from ops.celldiv.onnx import sample_positions
+from ops.celldiv.teacher import SearchAdapter, load_teacher
 from search import run_puct
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ops.celldiv_ppo import PROFILES, PPOResult, config_for, run  # noqa: E402
+from ops.celldiv.ppo import PROFILES, PPOResult, config_for, run  # noqa: E402
 
 
 def _fmt(summary: dict) -> str:

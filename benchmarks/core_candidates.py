@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: be
 
 from benchmarks.metered import Metered  # noqa: E402
 from bot.core_candidates import NO_CELL, SURVIVAL_UNITS, NativeCandidates, build_candidates_wasm, candidates_library
-from ops.loong_dataset import play_recorded  # noqa: E402
+from ops.loong.dataset import play_recorded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

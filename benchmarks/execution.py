@@ -16,8 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ops import celldiv_league, loong_selfplay
+from ops.celldiv import league as celldiv_league
 from ops.execution import InProcessExecutor, PoolExecutor, RayExecutor, WorkItem, gather, shutdown_ray
+from ops.loong import selfplay as loong_selfplay
 
 PLAYERS = ("random", "easy", "medium", "hard")
 

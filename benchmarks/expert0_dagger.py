@@ -9,7 +9,7 @@ from the last kickstart, then exported and checked against its wasm build.
 Imitation alone trains on expert-h's positions; expert-0 then drifts into positions expert-h never reached and has
 no target there (compounding error: Ross, Gordon and Bagnell, 2011). Each round here: expert-0 (the last round's
 network, registered as a build under DIR/builds and played through its native twin) plays --games games against
-expert-h and the foil (ops.loong_dataset with ``labeller="expert-h"``: a shadow expert-h per expert-0 dragon labels
+expert-h and the foil (ops.loong.dataset with ``labeller="expert-h"``: a shadow expert-h per expert-0 dragon labels
 its positions), the rows are added to DIR/rows (expert-h's own decisions of expert0_train's dataset first, rebuilt
 here when missing: the same config, the same bytes), game ids offset by round so no game is split across the
 held-out line, and the network is fine-tuned on the whole aggregate (--epochs float epochs at --lr, starting from
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.expert0_train import pairings as base_pairings  # noqa: E402
 from benchmarks.expert0_train import same_config  # noqa: E402
 from ops.execution import PoolExecutor  # noqa: E402
-from ops.loong_dataset import DatasetConfig, build, load_dataset  # noqa: E402
+from ops.loong.dataset import DatasetConfig, build, load_dataset  # noqa: E402
 
 LABELLER = "expert-h"  # the default labeller (--labeller: teacher, the native privileged teacher)
 GAME_OFFSET = 1_000_000  # round r's game g is game r * GAME_OFFSET + g in DIR/rows
@@ -80,8 +80,8 @@ def dagger_round(out: Path, r: int, network: Path, kickstart: Path, a) -> tuple[
 
     from bot.expert0 import build_expert0
     from bot.int8_expert import load
-    from ops.loong_kickstart import KickstartConfig, run
-    from ops.loong_network import export
+    from ops.loong.kickstart import KickstartConfig, run
+    from ops.loong.network import export
 
     here = out / f"dagger-{r}"
     b = build_expert0(out / "builds", load(network))

@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ops.execution import PoolExecutor  # noqa: E402
-from ops.loong_dataset import DatasetConfig, build  # noqa: E402
-from ops.loong_kickstart import KickstartConfig, run  # noqa: E402
-from ops.loong_mimic import bot_decisions  # noqa: E402
-from ops.loong_network import export  # noqa: E402
+from ops.loong.dataset import DatasetConfig, build  # noqa: E402
+from ops.loong.kickstart import KickstartConfig, run  # noqa: E402
+from ops.loong.mimic import bot_decisions  # noqa: E402
+from ops.loong.network import export  # noqa: E402
 
 # expert-h against itself twice as often as against the foil: most decisions are expert-h's
 PAIRINGS = (("expert-h", "expert-h"), ("expert-h", "foil"), ("expert-h", "expert-h"))

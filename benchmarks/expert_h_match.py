@@ -20,14 +20,15 @@ import sys
 from tqdm import tqdm
 
 from bot.expert_h import compile_expert_h, expert_h_defines, expert_h_factory
+from games.gate import EVEN
 from games.loong.bots import play_game, random_bot
 from games.loong.foil import foil_bot
 from games.stats import wilson_interval
-from ops.loong_contender import BANDS  # the bands and maps of every strength bar (one copy)
-from ops.loong_contender import band_map as game_map
+from ops.loong.contender import BANDS  # the bands and maps of every strength bar (one copy)
+from ops.loong.contender import band_map as game_map
 
 MIN_FOIL_GAMES, MIN_RANDOM_GAMES, MIN_JUDGED = 200, 60, 20
-BAR_LOWER, GOAL = 0.5, 0.75
+BAR_LOWER, GOAL = EVEN, 0.75
 
 
 def play(g: int, m, me, opponent, rounds: int, seed: int, judged: bool = False):

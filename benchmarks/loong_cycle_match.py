@@ -4,7 +4,7 @@
         [--seed 1] [--workers 2]
 
 Both int8 networks play as expert-0 on its native build (the C turn the judged bot runs), no search, on the
-strength bars' maps (every size band and symmetry, each map twice with sides swapped: ops.loong_contender.band_map).
+strength bars' maps (every size band and symmetry, each map twice with sides swapped: ops.loong.contender.band_map).
 Fixed before the games: ``--games`` (at least ``MIN_GAMES``); the new network passes when the Wilson 95% lower bound
 of its score rate is above 0.5. Printed: wins-draws-losses, score, Wilson interval, pass. Exit 1 on a miss, 2 on bad
 arguments.
@@ -21,11 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.expert_h_match import outcome, play  # noqa: E402
-from games.stats import wilson_interval  # noqa: E402
-from ops.loong_contender import band_map  # noqa: E402
+from games.gate import EVEN, Gate  # noqa: E402
+from ops.loong.contender import band_map  # noqa: E402
 
 MIN_GAMES = 40
-PASS_LOWER = 0.5
+GATE = Gate("new_beats_old", "the new network's score rate against the old one, both expert-0 without search, on "
+            "every size band and symmetry", bar=EVEN)
 
 
 def _games(args) -> list[float]:
@@ -64,13 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(len(jobs)) as pool:
         scores = [s for part in pool.map(_games, jobs) for s in part]
     wins, draws = sum(s == 1.0 for s in scores), sum(s == 0.5 for s in scores)
-    total = wins + 0.5 * draws
-    lo, hi = wilson_interval(total, len(scores))
-    passed = lo > PASS_LOWER
-    print(f"new vs old: {wins}-{draws}-{len(scores) - wins - draws} over {len(scores)} games ({a.rounds} rounds, "
-          f"every band and symmetry); score {total / len(scores):.3f}, Wilson 95% [{lo:.3f}, {hi:.3f}], bar lower > "
-          f"{PASS_LOWER}: {'pass' if passed else 'FAIL'}")
-    return 0 if passed else 1
+    v = GATE.sized(len(scores)).verdict(wins, draws, len(scores) - wins - draws)
+    print(f"new vs old ({a.rounds} rounds): {v.headline()}")
+    return 0 if v.passed else 1
 
 
 if __name__ == "__main__":

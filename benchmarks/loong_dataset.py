@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ops.execution import InProcessExecutor, PoolExecutor
-from ops.loong_dataset import DatasetConfig, build
+from ops.loong.dataset import DatasetConfig, build
 
 
 def main() -> None:

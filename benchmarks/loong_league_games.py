@@ -1,5 +1,5 @@
 """League throughput: games an hour of one league pass's round robin with the pool's wasm builds and a network
-player, on the reference runner (every build through the judge) and on the batched simulator (ops.loong_batched:
+player, on the reference runner (every build through the judge) and on the batched simulator (ops.loong.batched:
 a map a batch; the network build natively, its networks in C or batched in torch; the other builds judged), in this
 process, the same games and tallies (checked).
 
@@ -31,7 +31,7 @@ from bot.builds import build_from_source  # noqa: E402
 from bot.expert0 import build_expert0  # noqa: E402
 from bot.int8_expert import load, quantize  # noqa: E402
 from gpu.loong_expert_net import LoongExpertNet  # noqa: E402
-from ops import loong_league as lg  # noqa: E402
+from ops.loong import league as lg  # noqa: E402
 
 
 def network(args):

@@ -2,11 +2,11 @@
 
     .venv/bin/python benchmarks/loong_student_memory.py [--targets DIR] [--copies 16] [--games 2] [--rounds 500]
 
-Without ``--targets`` it first plays real teacher targets (``ops.loong_teacher_targets.run``, the small profile's
+Without ``--targets`` it first plays real teacher targets (``ops.loong.teacher_targets.run``, the small profile's
 teacher and rules: ``--games`` games of ``--rounds`` rounds on 20 x 20, a random v1t2c16 int8 network as the
 student, one process). The shards are then repeated ``--copies`` times (links, one folder) for the volume, and each
 reader runs in a fresh process on the same folder: ``read_targets(spill=None)`` (every array in memory) and
-``read_targets(spill=DIR)`` (what ``ops.loong_student.run`` does). Printed per reader: decisions, candidate records,
+``read_targets(spill=DIR)`` (what ``ops.loong.student.run`` does). Printed per reader: decisions, candidate records,
 the decoded arrays' bytes, the peak of the process's anonymous memory (RssAnon sampled every 20 ms: what the
 kernel cannot drop, so what an out-of-memory kill counts; a memory-mapped file's pages are not in it), the peak
 resident set (VmHWM, file pages included) and the wall time. Both readers give the same arrays (tested in
@@ -42,7 +42,7 @@ def _read(targets: str, spill: str | None) -> dict:
 
     import numpy as np
 
-    from ops.loong_student import read_targets
+    from ops.loong.student import read_targets
 
     peak, done = [0], threading.Event()
 
@@ -71,7 +71,7 @@ def _play(folder: Path, games: int, rounds: int) -> Path:
 
     from bot.int8_expert import quantize, save
     from gpu.loong_expert_net import LoongExpertNet
-    from ops.loong_teacher_targets import profile_config, run
+    from ops.loong.teacher_targets import profile_config, run
 
     torch.manual_seed(3)
     net = quantize(LoongExpertNet("v1t2c16", mode="fake").eval())

@@ -21,7 +21,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from ops import loong_value_fit as vf
+    from ops.loong import value_fit as vf
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/native_teacher.py --bar                 # the bars on the bar seeds
     .venv/bin/python benchmarks/native_teacher.py --throughput [--positions 200]
 
-Strength: games on the maps of every strength bar (``ops.loong_contender.band_map``: every size band 20-64 and every
+Strength: games on the maps of every strength bar (``ops.loong.contender.band_map``: every size band 20-64 and every
 symmetry, pairs of games on one map with sides swapped), the teacher (full information: it reads the game) against
 ``--opponent`` (foil, expert-h, random), on a pool of ``--workers`` processes; wins, draws, losses, the score rate
 with its Wilson 95% interval, and the teacher's CPU microseconds a decision. ``--seeds tuning`` (TUNING_SEED) is
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bot.core_teacher import DEFAULT_LEAF, DEFAULT_UNITS, LEAVES, MODELS, WEIGHTS, TeacherFactory  # noqa: E402
 from games.loong.bots import play_game  # noqa: E402
 from games.stats import wilson_interval  # noqa: E402
-from ops.loong_contender import BANDS, band_map  # noqa: E402
+from ops.loong.contender import BANDS, band_map  # noqa: E402
 
 TUNING_SEED = 101  # maps and match seeds that variants are compared on
 BAR_SEED = 7301  # maps and match seeds of the bars: never used to choose a variant or a constant

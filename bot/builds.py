@@ -7,7 +7,7 @@
     factory(root, "random-c")     # a judge bot factory for play_game (verified first)
 
 Layout under ``root`` (the caller passes it; the project's is ``ARENA_HOME/artifacts/loong/builds``,
-resolved by ``ops/cli_bot.py`` from ``ops.store``; bot/ never imports ops)::
+resolved by ``ops/loong/cli_bot.py`` from ``ops.store``; bot/ never imports ops)::
 
     <id>/module.wasm     the module, never rewritten
     <id>/build.json      {id, sha256, size, name, network_version, source_sha256, source_files, compiler,

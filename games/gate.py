@@ -9,52 +9,66 @@ bar, and says "inconclusive" (with the size that would decide it) when the inter
 
 A gate passes when the interval's lower bound is above the bar, fails when its upper bound is below it, and is
 inconclusive otherwise (then ``decisive_games`` is the smallest match at the same score rate whose interval would
-leave the bar, None when the rate is the bar itself). Draws count one half. A bar an issue sets on the score rate
-itself ("at least 65% over at least 200 games") is ``rule=RATE``: it passes when the rate reaches the bar over at
-least ``games`` games, fails when it does not, and is inconclusive on fewer games; the interval is reported alike.
+leave the bar, None when the rate is the bar itself). Draws count one half.
+
+A gate may instead judge the score rate itself (``measure=SCORE_RATE``: Cell Division's league checks, the Elite's
+bars): it passes when the rate is over the bar (``at_least``: reaches it) and fails otherwise, never inconclusive.
+``EVEN`` is the bar of every check that one side beats the other: written here once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from games.stats import wilson_interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
-LOWER_BOUND, RATE = "lower bound", "rate"  # what a gate's bar is on: the Wilson lower bound, or the score rate
+WILSON_LOW, SCORE_RATE = "wilson_low", "score_rate"  # what a gate's bar applies to
+EVEN = 0.5  # the pass bar of "beats": a score rate over one half
 DECISIVE_MAX = 1_000_000  # the largest match ``decisive_games`` looks for
 
 
 @dataclass(frozen=True)
 class Gate:
-    """A check's statistic (words), its bar on the Wilson 95% lower bound of the score rate, and its match size."""
+    """A check's statistic (words), its bar on the Wilson 95% lower bound of the score rate (or on the score rate
+    itself, ``measure``), and its match size."""
 
     name: str
     statistic: str  # what the score rate is of, in plain words: "the teacher's score rate against the plain network"
-    bar: float  # the lower bound must be above this
+    bar: float  # the lower bound (the rate, with SCORE_RATE) must be above this
     games: int | None = None  # the match size, fixed in code before the games (None: the profile's, said so)
-    rule: str = LOWER_BOUND  # RATE: the score rate itself at least the bar, over at least ``games`` games
+    measure: str = WILSON_LOW  # WILSON_LOW: the interval decides (inconclusive while it holds the bar); SCORE_RATE
+    at_least: bool = False  # SCORE_RATE only: the rate passes on reaching the bar, not only above it
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.bar < 1.0:
             raise ValueError(f"gate {self.name}: bar {self.bar!r} outside [0, 1)")
-        if self.rule not in (LOWER_BOUND, RATE):
-            raise ValueError(f"gate {self.name}: rule {self.rule!r}, want {LOWER_BOUND!r} or {RATE!r}")
         if self.games is not None and (not isinstance(self.games, int) or self.games < 1):
             raise ValueError(f"gate {self.name}: games {self.games!r}, want an integer >= 1")
+        if self.measure not in (WILSON_LOW, SCORE_RATE):
+            raise ValueError(f"gate {self.name}: measure {self.measure!r}, want {WILSON_LOW} or {SCORE_RATE}")
+        if self.at_least and self.measure != SCORE_RATE:
+            raise ValueError(f"gate {self.name}: at_least applies to the {SCORE_RATE} measure only")
 
     def sized(self, games: int) -> Gate:
         """This gate at a profile's match size."""
-        return Gate(self.name, self.statistic, self.bar, games, self.rule)
+        return dataclasses.replace(self, games=games)
+
+    def bar_words(self) -> str:
+        """The bar in words: "lower bound > 0.50", "score rate >= 0.65"."""
+        if self.measure == SCORE_RATE:
+            return f"score rate {'>=' if self.at_least else '>'} {self.bar:.2f}"
+        return f"lower bound > {self.bar:.2f}"
 
     def describe(self) -> str:
         """The check's description: the same words as its verdict."""
         over = f"{self.games} games" if self.games is not None else "the profile's games"
-        if self.rule == RATE:
-            return (f"{self.statistic}: the score rate over at least {over} must be at least {self.bar:.2f}, "
-                    "reported with its Wilson 95% interval (size and bar fixed in the code before the games; draws "
-                    "count one half)")
+        if self.measure == SCORE_RATE:
+            return (f"{self.statistic}: the score rate over {over} must be {'at least' if self.at_least else 'above'} "
+                    f"{self.bar:.2f}, its Wilson 95% interval reported (size and bar fixed in the code before the "
+                    "games; draws count one half)")
         return (f"{self.statistic}: the Wilson 95% lower bound of the score rate over {over} must be above "
                 f"{self.bar:.2f} (size and bar fixed in the code before the games; draws count one half)")
 
@@ -62,11 +76,10 @@ class Gate:
         n = wins + draws + losses
         score = wins + 0.5 * draws
         low, high = wilson_interval(score, n)
-        if self.rule == RATE:
-            short = self.games is not None and n < self.games
-            state = INCONCLUSIVE if short else PASS if n and score / n >= self.bar else FAIL
-            return Verdict(self, wins, draws, losses, score / n if n else 0.0, low, high, state,
-                           self.games if short else None)
+        if self.measure == SCORE_RATE:
+            rate = score / n if n else 0.0
+            above = rate >= self.bar if self.at_least else rate > self.bar
+            return Verdict(self, wins, draws, losses, rate, low, high, PASS if above else FAIL, None)
         state = PASS if low > self.bar else FAIL if high < self.bar else INCONCLUSIVE
         return Verdict(self, wins, draws, losses, score / n if n else 0.0, low, high, state,
                        decisive_games(score / n if n else 0.0, self.bar, n) if state == INCONCLUSIVE else None)
@@ -118,13 +131,10 @@ class Verdict:
 
     def headline(self) -> str:
         """One line: the gate, the record, the rate, the interval, the bar and the state."""
-        bar = (f"score rate >= {self.gate.bar:.2f}" if self.gate.rule == RATE else
-               f"lower bound > {self.gate.bar:.2f}")
         line = (f"{self.gate.name}: {self.state.upper()}: {self.wins}-{self.draws}-{self.losses} over {self.games} "
-                f"games, score rate {self.score:.3f}, Wilson 95% [{self.low:.3f}, {self.high:.3f}], bar: {bar}")
-        if self.state == INCONCLUSIVE and self.gate.rule == RATE:
-            line += f"; fewer games than the bar's {self.gate.games:,}"
-        elif self.state == INCONCLUSIVE:
+                f"games, score rate {self.score:.3f}, Wilson 95% [{self.low:.3f}, {self.high:.3f}], bar: "
+                f"{self.gate.bar_words()}")
+        if self.state == INCONCLUSIVE:
             line += (f"; the interval holds the bar: about {self.decisive_games:,} games at this rate would decide"
                      if self.decisive_games else "; the rate is the bar: no match size decides")
         return line
@@ -148,4 +158,4 @@ class Verdict:
                 **({"published": published} if published else {}), **({"next": next_command} if next_command else {})}
 
 
-__all__ = ["FAIL", "INCONCLUSIVE", "LOWER_BOUND", "PASS", "RATE", "Gate", "Verdict", "decisive_games"]
+__all__ = ["EVEN", "FAIL", "INCONCLUSIVE", "PASS", "SCORE_RATE", "WILSON_LOW", "Gate", "Verdict", "decisive_games"]

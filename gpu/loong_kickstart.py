@@ -9,13 +9,13 @@ them (CHW planes) and drops what cannot be a target: a gap, no candidate, or a c
 (255: the core refused its features). Candidates without a tap are masked out; batches are padded to their own
 largest K with a mask. Validation holds out whole games (``holdout_split``).
 
-**Soft targets** (the student, ops/loong_student.py): with a ``teacher_policy`` column (float32 x n a row, the
+**Soft targets** (the student, ops/loong/student.py): with a ``teacher_policy`` column (float32 x n a row, the
 teacher's improved policy) the policy loss is the cross-entropy of that target over **actions** (records that are one
 action, ``action_keys``, are one class: the student's probability of an action is its records' summed softmax);
 ``teacher_choice`` gives the top-1 agreement with the teacher, ``teacher_value`` (0..1, NaN: none) a second value
 target mixed with the outcome (``value_mix``).
 
-**Row weights** (the reviewed positions, ops/loong_position_labels.py): an optional ``weight`` column (> 0) multiplies
+**Row weights** (the reviewed positions, ops/loong/position_labels.py): an optional ``weight`` column (> 0) multiplies
 each row's policy and value losses (the batch mean of weight x loss; without the column every row weighs 1, the
 losses as before); ``KickstartData.train_only`` rows are never held out.
 """

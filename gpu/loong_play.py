@@ -170,7 +170,7 @@ def play_batched_games(
     if host and (pols[1] is not pols[0] or scheduler_k):
         raise ValueError("a policy that reads the simulator plays both teams, without the wave scheduler")
     while not sim.all_over():
-        if host:  # it observes the lanes itself (e.g. reference observations for judged bots: ops/loong_batched.py)
+        if host:  # it observes the lanes itself (e.g. reference observations for judged bots: ops/loong/batched.py)
             t0 = time.perf_counter()
             sim.step(pols[0](sim, lane_game))
             think[0] += time.perf_counter() - t0

@@ -410,7 +410,7 @@ class SimState:
     def remove(self, lanes: Sequence[int], ids: Sequence[int]) -> None:
         """Take living dragon ``ids[j]`` out of lane ``lanes[j]`` without the rules' death: it leaves its cells
         empty (no pearls), its team's count drops, its id stays known with its last heading. Not a rule: a
-        determinisation's edit (the information test's sight states, ``ops.loong_teacher_targets``), mid-round
+        determinisation's edit (the information test's sight states, ``ops.loong.teacher_targets``), mid-round
         included; a lane it would leave without a team's last dragon is refused (the game would be over)."""
         if len(lanes) != len(ids):
             raise ValueError(f"remove: {len(lanes)} lanes for {len(ids)} ids")

@@ -6,9 +6,15 @@ import json
 import sys
 from collections.abc import Callable
 
+from games.gate import EVEN
 from games.league import LeagueResult
+from ops.contender import compare_link, log_comparison, report_lines
 
 EXIT_INTERRUPTED = 130  # Ctrl-C: what finished is printed, marked interrupted
+
+
+class CliError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
 
 
 def console():
@@ -120,7 +126,7 @@ def add_contender_args(parser, *, what: str, games_help: str, tolerance_help: st
     parser.add_argument("--current", required=True, help=f"the current {what} (required)")
     parser.add_argument("--contender", required=True, help=f"the contender {what} (required)")
     parser.add_argument("--games", type=int, default=200, help=f"match games, {games_help} (default: %(default)s)")
-    parser.add_argument("--bar", type=float, default=0.5, help="pass bar on --statistic (default: %(default)s)")
+    parser.add_argument("--bar", type=float, default=EVEN, help="pass bar on --statistic (default: %(default)s)")
     parser.add_argument("--statistic", default="wilson_low", help="wilson_low (the Wilson 95%% lower bound of the "
                         "contender's score rate) or score_rate (default: %(default)s)")
     parser.add_argument("--tolerance", type=float, default=0.10,
@@ -133,8 +139,6 @@ def add_contender_args(parser, *, what: str, games_help: str, tolerance_help: st
 def report_comparison(result, experiment: str, args) -> int:
     """Log a contender comparison to MLflow (unless ``--no-mlflow``), print it (``--json`` or lines) and return the
     exit code: 0 when the contender passed its bar, 1 when it did not."""
-    from ops.loong_contender import compare_link, log_comparison, report_lines
-
     runs = {} if args.no_mlflow else log_comparison(result, experiment)
     link = compare_link(runs) if runs else ""
     if args.json:

@@ -9,6 +9,10 @@
     STUDENT.resolve("test", colour=1)   # StudentError: colour: not a student config field (known: ...)
     STUDENT.resolve("test", epochs="3")   # StudentError: epochs: '3' is not an int
 
+An asset's config fields that say "None: the profile's" go through ``given`` so the profile fills what was not set:
+
+    cfg = STUDENT.resolve(profile.checked(), **given(epochs=config.epochs, shape=config.shape or None))
+
 A table row holds only the fields that differ from the dataclass's defaults. Each work step keeps its own error
 class (``error``) so its callers' ``except`` clauses keep working. A neutral module: it knows no game.
 """
@@ -125,6 +129,11 @@ def parse_value(text: str, tp: Any) -> Any:
     return text
 
 
+def given(**values: Any) -> dict[str, Any]:
+    """The fields a caller set: ``values`` without those that are None (None: the profile's value)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def _hints(config: type) -> dict[str, Any]:
     try:
         hints = typing.get_type_hints(config)
@@ -215,4 +224,4 @@ class Profiles(Generic[C]):
         return {name: self.resolve(name) for name in self.table}
 
 
-__all__ = ["ProfileError", "Profiles", "conforms", "override", "parse_value"]
+__all__ = ["ProfileError", "Profiles", "conforms", "given", "override", "parse_value"]

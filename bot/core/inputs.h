@@ -2,7 +2,7 @@
 // spawns, symmetry, relay: planes.h's core_planes_dragon), the planes, every candidate (primitive, harvest, escape)
 // with its 48 feature bytes and trunk tap, and the crop's map cells (the incremental stem's keys). One function for
 // both users, so training sees exactly the bytes the judged bot sees: the replay dataset calls it natively on
-// recorded observations (ops/loong_dataset.py), expert-0 (expert0.c) in the judge and natively.
+// recorded observations (ops/loong/dataset.py), expert-0 (expert0.c) in the judge and natively.
 // Freestanding C, no malloc, no floats; the state is caller-owned (static in the judge's build).
 #pragma once
 #include <stdint.h>

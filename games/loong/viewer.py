@@ -181,7 +181,7 @@ def _cell(c) -> int:
 
 
 def _review_decision(d: dict, top: int) -> dict:
-    """One decision of a review (plain dict, ops.loong_review's format) as the page embeds it."""
+    """One decision of a review (plain dict, ops.loong.review's format) as the page embeds it."""
     cands = d["candidates"]
     order = sorted(range(len(cands)), key=lambda i: (-cands[i]["prior"], i))
     keep = set(order[:top])
@@ -223,7 +223,7 @@ def review_data(review: dict, turns: set[tuple[int, int]], where: str, top: int 
 
 def viewer_data(replay: Replay, review: dict | None = None, review_name: str = "review") -> dict:
     """Re-simulate ``replay`` and build the page's data (format in the module docstring); ``review``: the plain
-    data of a checked review (ops.loong_review.viewer_review), embedded for the decision panel."""
+    data of a checked review (ops.loong.review.viewer_review), embedded for the decision panel."""
     h = replay.header
     game = Game(replay.map, replay.seed, int(h["max_rounds"]))
     hashes = h["hashes"]
@@ -288,7 +288,7 @@ def write_viewer(replay_path: str | Path, out_html: str | Path, review: dict | N
                  review_name: str = "review", *, builds: ReplayBuilds | None = None, partial: bool = False) -> Path:
     """Verify the replay at ``replay_path`` (ReplayError naming the field that differs; builds loaded by id from
     ``builds``), then write its self-contained viewer page, with ``review``'s decision panel when given (plain
-    data, checked by the caller: ops.loong_review.load_review); returns the page's path. A replay some of whose
+    data, checked by the caller: ops.loong.review.load_review); returns the page's path. A replay some of whose
     checks could not run (a side neither built-in nor in ``builds``) is refused naming them, unless ``partial``:
     then the page says what was not checked."""
     return write_verified_viewer(replay_path, out_html, review, review_name, builds=builds, partial=partial)[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from games.gate import FAIL, INCONCLUSIVE, PASS, Gate, decisive_games
+from games.gate import EVEN, FAIL, INCONCLUSIVE, PASS, SCORE_RATE, Gate, decisive_games
 from games.stats import wilson_interval
 
 GATE = Gate("teacher_beats_network", "the teacher's score rate against the plain network", bar=0.5, games=96)
@@ -42,3 +42,17 @@ def test_the_block_and_metadata_say_the_same_words():
 def test_a_bad_gate_is_refused(kw, line):
     with pytest.raises(ValueError, match=line):
         Gate("g", "s", **{"bar": 0.5, "games": 10, **kw})
+
+
+def test_a_score_rate_gate_passes_over_the_bar_or_at_it_and_is_never_inconclusive():
+    over = Gate("a_beats_b", "a's score rate against b", bar=EVEN, measure=SCORE_RATE)
+    assert over.verdict(3, 0, 1).state == PASS and over.verdict(2, 0, 2).state == FAIL  # 0.5 is not over half
+    assert over.verdict(2, 1, 1).state == PASS  # 0.625, whatever the interval
+    at_least = Gate("elite_bar", "elite's score rate", bar=0.65, games=200, measure=SCORE_RATE, at_least=True)
+    v = at_least.verdict(130, 0, 70)  # exactly 0.65
+    assert v.passed and v.decisive_games is None and "bar: score rate >= 0.65" in v.headline()
+    assert "must be at least 0.65" in at_least.describe() and "over 200 games" in at_least.describe()
+    with pytest.raises(ValueError, match="measure 'mean'"):
+        Gate("g", "s", bar=0.5, measure="mean")
+    with pytest.raises(ValueError, match="at_least applies"):
+        Gate("g", "s", bar=0.5, at_least=True)

@@ -113,7 +113,7 @@ def test_fake_quant_equals_integer_reference_real_planes(tmp_path):
     """A recorded game's planes and candidates through the native core (bot.core_planes, bot.core_candidates)."""
     from bot.core_candidates import REQ_ALL, NativeCandidates, candidates_library
     from bot.core_planes import NO_TAP, NativePlanes, planes_library
-    from ops.loong_dataset import play_recorded
+    from ops.loong.dataset import play_recorded
 
     planes_lib, cand_lib = planes_library(cache=tmp_path), candidates_library(cache=tmp_path)
     turns, _, _ = play_recorded(20, "rot", "foil", "random", seed=3, rounds=24)

@@ -17,7 +17,7 @@ from bot.int8ref import Layer
 from bot.team_keys import DEV_SECRET
 from gpu.loong_expert_net import LoongExpertNet
 from gpu.loong_int8_batch import INT32_MIN, BatchedInt8Net
-from ops.loong_belief import record_game
+from ops.loong.belief import record_game
 
 SECRET = int(DEV_SECRET, 16)
 DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]

@@ -1,4 +1,4 @@
-"""Kickstart imitation of the Loong replay dataset (gpu/loong_kickstart.py, ops/loong_kickstart.py): rows decode to
+"""Kickstart imitation of the Loong replay dataset (gpu/loong_kickstart.py, ops/loong/kickstart.py): rows decode to
 the network's inputs (CHW planes, candidates padded with a mask, unusable rows dropped), the module learns a fixed
 batch in float and fake-quantised mode, padding is never chosen, an interrupted run resumes to the same weights as an
 uninterrupted one, and bad configs, files and checkpoints are refused in one line naming the field or file."""
@@ -22,8 +22,8 @@ from gpu.loong_kickstart import (
     policy_loss,
     took_action,
 )
-from ops.loong_dataset import SCHEMA, DatasetError
-from ops.loong_kickstart import (
+from ops.loong.dataset import SCHEMA, DatasetError
+from ops.loong.kickstart import (
     CHECKPOINT,
     COLUMNS,
     RAGGED,
@@ -237,7 +237,7 @@ def test_the_dataset_streams_in_slices_to_the_arrays_decoded_at_once(tmp_path):
     and memory-mapped: every array is what decoding the whole table at once gives; a bad row names its rows."""
     import dataclasses
 
-    from ops.loong_dataset import shard_files, shard_rows
+    from ops.loong.dataset import shard_files, shard_rows
 
     ds = write_dataset(synthetic_columns(games=5, rows=8), tmp_path / "ds")
     second = synthetic_columns(games=2, rows=9, seed=1)

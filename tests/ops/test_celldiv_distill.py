@@ -11,8 +11,10 @@ import pytest
 
 from games.celldiv.match import play_game, play_match
 from games.celldiv.players import make_player
-from ops import celldiv_distill, celldiv_onnx, celldiv_teacher
-from ops.celldiv_onnx import EliteOnnxPlayer, OnnxModelError, check_parity, export_onnx, sample_positions
+from ops.celldiv import distill as celldiv_distill
+from ops.celldiv import onnx as celldiv_onnx
+from ops.celldiv import teacher as celldiv_teacher
+from ops.celldiv.onnx import EliteOnnxPlayer, OnnxModelError, check_parity, export_onnx, sample_positions
 from ops.checkpoints import CheckpointError
 from ops.tracking import NullTracker
 

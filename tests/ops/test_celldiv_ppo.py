@@ -22,8 +22,8 @@ from games.celldiv.players import (
     switching_player,
 )
 from gpu.linear import LinearNet, SwitchingLinearNet, scores_np
-from ops import celldiv_ppo
-from ops.celldiv_ppo import CheckpointError, PPOConfig, config_for, run, temperature
+from ops.celldiv import ppo as celldiv_ppo
+from ops.celldiv.ppo import CheckpointError, PPOConfig, config_for, run, temperature
 from ops.tracking import NullTracker
 
 

@@ -17,8 +17,8 @@ from games.celldiv.encoding import CellDivisionAdapter, cell_to_action, encode
 from games.celldiv.players import DEFAULT_SWITCHING, switching_player
 from gpu.celldiv_lightning import apply_symmetry, symmetry_index
 from gpu.celldiv_nets import STUDENT_PARAMS, CellDivNet, SmallPolicyNet, TorchEvaluator, count_params
-from ops.celldiv_onnx import sample_positions
-from ops.celldiv_teacher import (
+from ops.celldiv.onnx import sample_positions
+from ops.celldiv.teacher import (
     PROFILES,
     NetBlob,
     SearchAdapter,
@@ -208,7 +208,7 @@ def test_the_teacher_data_and_self_play_are_the_same_bytes_in_a_pool_of_two(trai
 
 
 def _runtime():
-    from ops.celldiv_teacher import Runtime
+    from ops.celldiv.teacher import Runtime
 
     return Runtime(), CONFIG.parallel_games
 
@@ -216,7 +216,7 @@ def _runtime():
 def test_gumbel_self_play_records_improved_policies_and_a_share_of_the_moves(trained):
     *_, second, _ = trained
     net, doc = load_teacher(second.teacher_ckpt)
-    from ops.celldiv_teacher import make_evaluator
+    from ops.celldiv.teacher import make_evaluator
 
     ev = make_evaluator(net, CONFIG)
     starts = _starts(CONFIG, 5, 6, first_id=0)

@@ -9,7 +9,8 @@ import pytest
 from games.celldiv import players
 from games.celldiv.board import PositionError, random_start
 from games.celldiv.match import game_seed
-from ops.cli import build_parser, cell_text, main, parse_cell
+from ops.celldiv.cli import cell_text, parse_cell
+from ops.cli import build_parser, main
 
 # the keys both games' match JSON share, with one meaning (documented in ops/cli.py)
 MATCH_KEYS = {"a", "b", "games", "wins", "draws", "losses", "score_rate", "wilson_low", "wilson_high",
@@ -80,7 +81,7 @@ def test_bad_input_is_one_clear_line(capsys, argv, message):
 
 
 def _play(answers):
-    from ops import cli
+    from ops.celldiv import cli
 
     replies = iter(answers)
     args = build_parser().parse_args(["celldiv", "play", "--against", "medium", "--size", "4", "--seed", "2"])

@@ -1,4 +1,4 @@
-"""Cell Division contender comparisons (ops/celldiv_contender.py): unequal move latency is refused in one line with
+"""Cell Division contender comparisons (ops/celldiv/contender.py): unequal move latency is refused in one line with
 both players and both latencies (a clock the players advance, so nothing here depends on the machine's speed),
 the fixed match's verdict follows the games, bad configs are one line, and both sides go to MLflow."""
 
@@ -6,8 +6,8 @@ import mlflow
 import pytest
 
 from games.celldiv.players import make_player, register_player
-from ops import celldiv_contender as op
-from ops.loong_contender import ContenderError, ContenderRefused, log_comparison
+from ops.celldiv import contender as op
+from ops.contender import ContenderError, ContenderRefused, log_comparison
 
 FAST = dict(games=20, sizes="4-5", latency_moves=12)
 

@@ -1,4 +1,4 @@
-"""Loong contender comparisons (ops/loong_contender.py) on tiny C builds: unequal costs are refused in one line
+"""Loong contender comparisons (ops/loong/contender.py) on tiny C builds: unequal costs are refused in one line
 with both builds and both costs, the fixed match's verdict follows the games, a costlier contender can be held to
 the current build's budget, bad configs are one line, and both sides land in MLflow as one comparison."""
 
@@ -8,7 +8,8 @@ import mlflow
 import pytest
 
 from bot.builds import build_from_source
-from ops import loong_contender as op
+from ops.contender import log_comparison
+from ops.loong import contender as op
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = dict(games=op.MIN_GAMES, max_rounds=30, meter_games=2)
@@ -133,7 +134,7 @@ def test_both_sides_are_logged_to_mlflow_as_one_comparison(stronger, tmp_path, m
     monkeypatch.setenv("ARENA_HOME", str(tmp_path / "arena"))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     r = stronger
-    ids = op.log_comparison(r, "arena-loong", tracking_uri=uri)
+    ids = log_comparison(r, "arena-loong", tracking_uri=uri)
     mlflow.set_tracking_uri(uri)
     runs = {run.info.run_id: run for run in mlflow.search_runs(search_all_experiments=True, output_format="list")}
     assert set(runs) == {ids["parent"], ids["current"], ids["contender"]}

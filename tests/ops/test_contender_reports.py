@@ -15,7 +15,8 @@ from mlflow import MlflowClient
 from games.loong import generate_map
 from games.loong.match import play_series
 from ops.cli import main
-from ops.loong_contender import ContenderConfig, ContenderResult, Cost, MatchVerdict, report_lines
+from ops.contender import MatchVerdict, report_lines
+from ops.loong.contender import ContenderConfig, ContenderResult, Cost
 
 LINK = "http://127.0.0.1:5000/#/compare-runs?runs="
 

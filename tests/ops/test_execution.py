@@ -16,7 +16,7 @@ import pytest
 from games.celldiv.match import play_match
 from games.league import Interrupted, round_robin
 from games.stats import MatchTally
-from ops import celldiv_league, loong_dataset, loong_league, loong_selfplay
+from ops.celldiv import league as celldiv_league
 from ops.execution import (
     MAX_ATTEMPTS,
     InProcessExecutor,
@@ -30,6 +30,9 @@ from ops.execution import (
     make_executor,
     shutdown_ray,
 )
+from ops.loong import dataset as loong_dataset
+from ops.loong import league as loong_league
+from ops.loong import selfplay as loong_selfplay
 
 
 # -- work items (module level: a spawned worker imports them) ----------------------------------------
@@ -314,8 +317,8 @@ def test_ray_plays_the_league_and_selfplay_and_writes_the_teacher_data_like_the_
                                                                                            network):
     from dataclasses import replace
 
-    from ops import celldiv_teacher
-    from ops import loong_teacher_targets as targets
+    from ops.celldiv import teacher as celldiv_teacher
+    from ops.loong import teacher_targets as targets
 
     targets_cfg = targets.profile_config("test", replays=False)
 

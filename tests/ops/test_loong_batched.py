@@ -1,4 +1,4 @@
-"""League games on the batched simulator (ops/loong_batched.py): judged players read their observation from the
+"""League games on the batched simulator (ops/loong/batched.py): judged players read their observation from the
 lanes, and every game equals the reference runner's with the same bots (turns, sonar, deaths, hashes, result), its
 replay re-simulates, a failing bot's forfeit keeps its reason, a capacity the simulator outgrows sends the games to
 the reference engine, and the league's tallies are the reference runner's."""
@@ -11,8 +11,8 @@ from games.loong.bots import play_game, random_bot
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.replay import save_replay, verify_replay
-from ops import loong_batched as lb
-from ops import loong_league as lg
+from ops.loong import batched as lb
+from ops.loong import league as lg
 
 FOIL = registry()["foil"]
 
@@ -181,7 +181,7 @@ def test_the_dataset_plays_a_network_build_through_its_native_twin(expert0_root,
     which the test above checks move for move), here labelled by the foil (DAgger)."""
     from bot.builds import verify
     from ops.execution import _CACHE
-    from ops.loong_dataset import DatasetConfig, build, load_dataset
+    from ops.loong.dataset import DatasetConfig, build, load_dataset
 
     cfg = DatasetConfig(games=1, rounds=15, bands=(20,), seed=2, pairings=(("build:expert-0", "foil"),),
                         builds=str(expert0_root), labeller="foil")

@@ -14,7 +14,7 @@ import pytest
 from bot.builds import verify
 from bot.core_candidates import KIND_MOVE, KIND_SPLIT, KIND_SPRINT, parse_records, sprint_directions
 from ops.execution import _CACHE, PoolExecutor
-from ops.loong_dataset import SCHEMA, DatasetConfig, DatasetError, build, check_config, game_spec, load_dataset
+from ops.loong.dataset import SCHEMA, DatasetConfig, DatasetError, build, check_config, game_spec, load_dataset
 
 CONFIG = DatasetConfig(games=4, rounds=30, shard_games=2, bands=(20, 28), seed=4)
 
@@ -177,7 +177,7 @@ def test_a_labelled_dataset_records_the_labellers_choice_in_the_played_bots_posi
     from games.loong.bots import _Seat, ask_bot
     from games.loong.foil import registry
     from games.loong.observation import decode
-    from ops.loong_dataset import action_code, play_recorded
+    from ops.loong.dataset import action_code, play_recorded
 
     plain = load_dataset(build(LABELLED, tmp_path / "plain").out)
     got = build(replace(LABELLED, labeller="foil"), tmp_path / "labelled")

@@ -11,7 +11,7 @@ from wasmtime import wat2wasm
 from bot.builds import register
 from games.loong.mapgen import parse_map_spec
 from games.loong.maps import MAX_SIDE, MIN_SIDE, SYMMETRIES
-from ops import loong_league as lg
+from ops.loong import league as lg
 
 
 def test_generated_maps_cover_the_rules_range_and_every_symmetry_seeded_by_the_pass():

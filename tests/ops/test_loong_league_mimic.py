@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from bot.builds import _NAME
-from ops import loong_kickstart as kick
-from ops import loong_league as lg
-from ops import loong_mimic as mm
-from ops.loong_dataset import DatasetConfig, build, load_dataset
+from ops.loong import kickstart as kick
+from ops.loong import league as lg
+from ops.loong import mimic as mm
+from ops.loong.dataset import DatasetConfig, build, load_dataset
 
 TINY = kick.KickstartConfig(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from ops.loong_pfsp import HARD_POWER, PfspError, pfsp_weight, pfsp_weights, sample, win_rates
+from ops.loong.pfsp import HARD_POWER, PfspError, pfsp_weight, pfsp_weights, sample, win_rates
 
 ALPHA = 0.01  # the goodness-of-fit test's level, fixed before the draws
 DRAWS = 20_000

@@ -1,7 +1,7 @@
-"""The reviewed-positions library (ops/loong_positions.py): the format's round trip and one-line errors; a position of
+"""The reviewed-positions library (ops/loong/positions.py): the format's round trip and one-line errors; a position of
 a recorded game re-simulated gives the observation bytes the game gave that dragon; a bot that plays the correct move
 passes and one that does not fails; ``positions add`` and ``check``; the positions as the replay dataset's rows; the
-teacher's labels (ops/loong_position_labels.py): a position at a decision of the targets' own games gets the targets'
+teacher's labels (ops/loong/position_labels.py): a position at a decision of the targets' own games gets the targets'
 row there, the reviewed move stays the label when the teacher disagrees (reported), and the student asset trains on
 the library (and without one as before)."""
 
@@ -22,8 +22,8 @@ from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.observation import encode
 from games.loong.replay import load_replay, save_replay
-from ops import cli_positions
-from ops import loong_positions as op
+from ops.loong import cli_positions
+from ops.loong import positions as op
 
 MAX_ROUNDS = 30
 
@@ -281,7 +281,7 @@ def test_positions_become_the_datasets_rows_with_their_weights(tmp_path):
     """A game of the replay dataset, replayed as positions (the move the dataset's bot took), gives the dataset's own
     rows for those decisions, byte for byte, with the positions' weights beside them."""
 
-    from ops.loong_dataset import SCHEMA, DatasetConfig, encode_shard, game_spec
+    from ops.loong.dataset import SCHEMA, DatasetConfig, encode_shard, game_spec
 
     cfg = DatasetConfig(games=2, rounds=24, bands=(20,), seed=2)
     size, symmetry, a, b, seed = game_spec(cfg, 1)
@@ -327,9 +327,9 @@ def student_games(tiny_network, tmp_path_factory):
     import torch
 
     from gpu.loong_expert_net import LoongExpertNet
-    from ops import loong_teacher_targets as targets
     from ops.checkpoints import save_checkpoint
-    from ops.loong_kickstart import KIND
+    from ops.loong import teacher_targets as targets
+    from ops.loong.kickstart import KIND
     from ops.store import ArtifactStore
 
     _, path = tiny_network
@@ -362,7 +362,7 @@ def _played(world, row):
 
 def _actions(row) -> tuple[np.ndarray, np.ndarray]:
     from bot.core_candidates import parse_records
-    from ops.loong_teacher_targets import record_rows
+    from ops.loong.teacher_targets import record_rows
 
     return record_rows(parse_records(row["candidates"]))
 
@@ -376,8 +376,8 @@ def test_a_position_at_a_targets_decision_gets_the_targets_row(student_games, tm
     targets recorded there, column for column (the student's inputs and priors; the teacher's search and information
     test, the teacher seeded by the game's match seed as the targets seed it), the game and bot the
     positions'; the target policy puts 0.75 on the reviewed action and the teacher's policy x 0.25 on every action."""
-    from ops.loong_position_labels import REVIEWED_MASS, SCHEMA, label_for_targets
-    from ops.loong_teacher_targets import SCHEMA as TARGETS
+    from ops.loong.position_labels import REVIEWED_MASS, SCHEMA, label_for_targets
+    from ops.loong.teacher_targets import SCHEMA as TARGETS
 
     rows = student_games["rows"]
     picked = [r for g in (0, 1) for r in [r for r in rows if r["game"] == g][::3][:3]]
@@ -414,8 +414,8 @@ def test_the_reviewed_move_stays_the_label_and_disagreements_are_reported(studen
 
     from games.loong.actions import action_from_record
     from gpu.loong_sim import decode_action, encode_action
-    from ops.loong_position_labels import label_for_targets
-    from ops.loong_teacher_targets import SPRINT_CAP
+    from ops.loong.position_labels import label_for_targets
+    from ops.loong.teacher_targets import SPRINT_CAP
 
     departs = [r for r in student_games["rows"]
                if r["teacher_choice"] >= 0 and _actions(r)[1][r["chosen"]] != _actions(r)[1][r["teacher_choice"]]]
@@ -459,7 +459,7 @@ def test_the_student_asset_trains_on_the_library_and_without_one_as_before(stude
 
     from assets.loong_teacher import loong_student
     from assets.resources import ArtifactStoreResource, MlflowResource, ProfileResource
-    from ops import loong_student as student_op
+    from ops.loong import student as student_op
 
     row = student_games["rows"][0]
     lib, path = tmp_path / "lib", student_games["replays"][row["game"]]

@@ -1,4 +1,4 @@
-"""Decision review (ops/loong_review.py): a recorded expert-0 game whose review's priors sum to 1 and whose chosen
+"""Decision review (ops/loong/review.py): a recorded expert-0 game whose review's priors sum to 1 and whose chosen
 candidate is the replay's action at every decision; the format's round trip and its one-line errors; the review
 checked against its replay; ``arena loong review`` and ``arena loong view --review``."""
 
@@ -18,7 +18,7 @@ from games.loong.mapgen import generate_map
 from games.loong.replay import load_replay
 from games.loong.viewer import viewer_data
 from ops.cli import main
-from ops.loong_review import (
+from ops.loong.review import (
     EXPERT0_NATIVE,
     Candidate,
     Choice,

@@ -1,4 +1,4 @@
-"""The student (ops/loong_student.py, the soft targets of gpu/loong_kickstart.py): on real replay rows whose
+"""The student (ops/loong/student.py, the soft targets of gpu/loong_kickstart.py): on real replay rows whose
 teacher always turns right, a student started from a kickstarted network learns the teacher's choice, not the
 dataset's action; the soft cross-entropy is over actions; the value target mixes in the teacher's value; the targets
 file's schema is checked; the student exports to the int8 network unchanged; the float phase stops early and a
@@ -28,10 +28,10 @@ from gpu.loong_kickstart import (
     value_loss_of,
     value_target,
 )
-from ops.loong_dataset import DatasetConfig, build
-from ops.loong_kickstart import KickstartConfig, load_network
-from ops.loong_kickstart import run as kickstart
-from ops.loong_student import (
+from ops.loong.dataset import DatasetConfig, build
+from ops.loong.kickstart import KickstartConfig, load_network
+from ops.loong.kickstart import run as kickstart
+from ops.loong.student import (
     CHECKPOINT,
     COLUMNS,
     SCHEMA,
@@ -280,7 +280,7 @@ def test_the_targets_schema_is_checked_naming_the_file_and_column(world, tmp_pat
 def test_the_student_exports_to_the_int8_network_unchanged(student, tmp_path):
     from bot.int8_expert import digest, quantize
     from bot.int8_expert import load as load_int8
-    from ops.loong_network import export
+    from ops.loong.network import export
 
     r, _ = student
     # the native build cache is the default one (ARENA_HOME/cache/native, keyed by the sources), as the dataset's
@@ -379,7 +379,7 @@ def test_profiles_and_the_command_line(world, student, tmp_path):
 def _labels(world, rows: int = 6, weight: float = 8.0) -> pa.Table:
     """Labelled position rows made of the targets' first ``rows`` decisions (games -1, -2, ...; the target policy
     the teacher's), each of ``weight``."""
-    from ops.loong_position_labels import encode_labels
+    from ops.loong.position_labels import encode_labels
 
     table = load_targets(world["targets"]).slice(0, rows).to_pylist()
     for k, r in enumerate(table):

@@ -1,4 +1,4 @@
-"""The teacher's targets on the student's own games (ops/loong_teacher_targets.py): the rows' dataset columns are what
+"""The teacher's targets on the student's own games (ops/loong/teacher_targets.py): the rows' dataset columns are what
 the student read and played, the teacher's columns are consistent (the policy sums to 1 and is 0 where the student
 put no mass, records of one action share their value, the choice is the halving survivor, the value lost is the
 teacher's q difference), the same config gives the same rows, the schema check refuses bad files, and the CLI
@@ -31,9 +31,9 @@ from bot.core_candidates import (
 )
 from games.loong.rng import dragon_seed
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
-from ops import loong_teacher_targets as targets
-from ops.loong_dataset import action_code, match
-from ops.loong_teacher_targets import (
+from ops.loong import teacher_targets as targets
+from ops.loong.dataset import action_code, match
+from ops.loong.teacher_targets import (
     SCHEMA,
     SELF,
     TargetsError,
@@ -450,7 +450,7 @@ def test_the_information_test_searches_the_two_actions_on_the_three_states(monke
 # -- each game's replay and review, and the report's links to their pages ------------------------------------------
 def test_every_game_has_a_replay_that_resimulates_and_a_review_of_its_rows(played, network):
     from games.loong.replay import load_replay, verify_replay
-    from ops.loong_review import check_against_replay, load_review
+    from ops.loong.review import check_against_replay, load_review
 
     cfg, result, table, rec = played
     net, _ = network
@@ -511,8 +511,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def test_the_report_links_its_costliest_departures_to_their_pages(played, tmp_path):
-    from ops.loong_review import load_review
-    from ops.loong_value_lost import COLUMNS, write_report
+    from ops.loong.review import load_review
+    from ops.loong.value_lost import COLUMNS, write_report
 
     _, result, _, _ = played
     out = tmp_path / "report"

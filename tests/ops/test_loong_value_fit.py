@@ -11,7 +11,7 @@ import torch
 from games.loong.engine import Game
 from games.loong.replay import load_replay
 from gpu.loong_value_net import FULL_CHANNELS, HORIZONS, dequantize, quantize
-from ops import loong_value_fit as vf
+from ops.loong import value_fit as vf
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The value-lost report (ops/loong_value_lost.py): the causes, sums, rates and top departures of a synthetic targets
+"""The value-lost report (ops/loong/value_lost.py): the causes, sums, rates and top departures of a synthetic targets
 table whose every row's cause is known; the window situations against the engine's observation; the generators'
 points in the judge's meter; the top departures' links to their games' pages (and what a bad targets folder says);
 the CLI's one-line errors."""
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bot.core_candidates import GEN_ESCAPE, GEN_HARVEST, GEN_PRIMITIVE, KIND_MOVE, KIND_SPLIT, KIND_SPRINT, RECORD_DTYPE
-from ops.loong_teacher_targets import SCHEMA, load_targets
-from ops.loong_value_lost import (
+from ops.loong.teacher_targets import SCHEMA, load_targets
+from ops.loong.value_lost import (
     CAUSES,
     COLUMNS,
     FILES,
@@ -123,8 +123,8 @@ def test_a_candidate_gap_is_an_action_the_network_never_scored():
 def test_action_keys_group_records_as_record_rows_does():
     """The report's vectorised grouping (one key a record) is record_rows' grouping, on records whose sprint
     directions carry stray bits past their length (which neither may read)."""
-    from ops.loong_teacher_targets import record_rows
-    from ops.loong_value_lost import action_keys
+    from ops.loong.teacher_targets import record_rows
+    from ops.loong.value_lost import action_keys
 
     rng = np.random.default_rng(5)
     r = np.zeros(400, RECORD_DTYPE)
@@ -208,7 +208,7 @@ def test_the_window_situations_are_the_engines_observation():
     """Every turn of a recorded game: the crop's window flags and the queen scalar equal what the engine showed."""
     from bot.core_inputs import NativeInputs, inputs_library
     from games.loong.observation import decode
-    from ops.loong_dataset import play_recorded
+    from ops.loong.dataset import play_recorded
 
     lib = inputs_library()
     seen = {"enemy": set(), "pearl": set(), "queen": set()}
@@ -235,7 +235,7 @@ def points(tmp_path_factory):
 
 
 def test_generator_points_in_the_judges_meter(points):
-    from ops.loong_dataset import play_recorded
+    from ops.loong.dataset import play_recorded
 
     turns, _, _ = play_recorded(12, "lr", "foil", "foil", 5, 8)
     assert points["turns"] == sum(len(t) for t in turns.values())
@@ -259,7 +259,7 @@ def test_the_cli_answers_bad_input_in_one_line(tmp_path, capsys):
     out = str(tmp_path / "out")
     assert _one_line(capsys, ["--targets", str(tmp_path / "none"), "--out", out]) == (
         f"loong_value_lost: --targets {tmp_path / 'none'}: no such folder or file")
-    from ops.loong_dataset import SCHEMA as DATASET
+    from ops.loong.dataset import SCHEMA as DATASET
 
     (tmp_path / "ds").mkdir()
     pq.write_table(DATASET.empty_table(), tmp_path / "ds" / "part-000000.parquet")
@@ -330,7 +330,7 @@ def test_a_bad_targets_folder_is_one_line_naming_the_file(tmp_path):
     from games.loong.foil import foil_bot
     from games.loong.mapgen import generate_map
     from games.loong.replay import save_replay
-    from ops.loong_review import save_review
+    from ops.loong.review import save_review
 
     cases = [("not json", "games.json: not JSON"), ([{"replay": "x.json"}], "games.json: entry 0: game: expected a "
                                                                             "game number"),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ops.profiles import ProfileError, Profiles, override
+from ops.profiles import ProfileError, Profiles, given, override
 
 
 @dataclass(frozen=True)
@@ -145,14 +145,17 @@ def test_a_missing_required_field_is_one_line():
 # -- every work step resolves through ops.profiles -----------------------------------------------------------------
 # module, its Profiles, its own resolver (None: only the Profiles), the error class callers catch
 STEPS = [
-    ("ops.loong_student", "profile_config", "StudentError"),
-    ("ops.loong_value_fit", "profile_config", "ValueFitError"),
-    ("ops.loong_teacher", "teacher_config", "TeacherConfigError"),
-    ("ops.loong_teacher_targets", "profile_config", "TargetsError"),
-    ("ops.loong_belief", None, None),
-    ("ops.celldiv_ppo", "config_for", None),
-    ("ops.celldiv_teacher", None, None),
-    ("ops.celldiv_distill", None, None),
+    ("ops.loong.student", "profile_config", "StudentError"),
+    ("ops.loong.value_fit", "profile_config", "ValueFitError"),
+    ("ops.loong.teacher", "teacher_config", "TeacherConfigError"),
+    ("ops.loong.teacher_targets", "profile_config", "TargetsError"),
+    ("ops.loong.belief", None, None),
+    ("ops.celldiv.ppo", "config_for", None),
+    ("ops.celldiv.teacher", None, None),
+    ("ops.celldiv.distill", None, None),
+    ("ops.loong.kickstart", None, "KickstartError"),
+    ("ops.loong.selfplay", None, "SelfPlayConfigError"),
+    ("ops.loong.dataset", None, "DatasetError"),
 ]
 
 
@@ -182,7 +185,7 @@ def test_every_work_step_resolves_its_profiles_through_ops_profiles(module, reso
 
 
 def test_the_kickstart_overrides_go_through_ops_profiles():
-    from ops import loong_kickstart as kick
+    from ops.loong import kickstart as kick
 
     base = kick.KickstartConfig()
     assert kick.with_overrides(base, epochs=5) == dataclasses.replace(base, epochs=5)
@@ -191,9 +194,9 @@ def test_the_kickstart_overrides_go_through_ops_profiles():
 
 
 @pytest.mark.parametrize("module,argv,line", [
-    ("ops.celldiv_teacher", ["--profile", "test", "--set", "colour=red"], "colour: not a teacher config field"),
-    ("ops.celldiv_teacher", ["--profile", "huge"], "profile: 'huge' is not one of test, small, full"),
-    ("ops.celldiv_distill", ["--profile", "test", "--data", "none.parquet", "--set", "epochs=many"],
+    ("ops.celldiv.teacher", ["--profile", "test", "--set", "colour=red"], "colour: not a teacher config field"),
+    ("ops.celldiv.teacher", ["--profile", "huge"], "profile: 'huge' is not one of test, small, full"),
+    ("ops.celldiv.distill", ["--profile", "test", "--data", "none.parquet", "--set", "epochs=many"],
      "epochs: 'many' is not an int"),
 ])
 def test_the_celldiv_command_lines_refuse_a_bad_set_in_one_line(module, argv, line, tmp_path, capsys):
@@ -204,3 +207,72 @@ def test_the_celldiv_command_lines_refuse_a_bad_set_in_one_line(module, argv, li
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and line in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()  # refused before any work
+
+
+def test_given_keeps_the_fields_a_caller_set():
+    assert given(games=None, rounds=3, shape="", seed=0) == {"rounds": 3, "shape": "", "seed": 0}
+    assert TOY.resolve("test", **given(games=None, rate=0.25)) == Toy(games=2, sizes=(12,), rate=0.25)
+
+
+# -- every other table of sizes by profile (assets, checks) is a Profiles too, with the values it had -------------
+def _tables():
+    from assets import celldiv_league, contender, loong, loong_league, loong_value_lost
+    from ops.loong import mimic as loong_mimic
+    from ops.loong import search_check as loong_search_check
+
+    return [
+        ("celldiv league", celldiv_league.SCALES, {}, {
+            "test": dict(tier_games=10, games=4, search_games=4, teacher_simulations=4),
+            "small": dict(tier_games=100, games=200, search_games=24, teacher_simulations=16),
+            "full": dict(tier_games=400, games=400, search_games=200, teacher_simulations=128)}),
+        ("value-lost report", loong_value_lost.POINTS_PROFILES, {}, {
+            "test": dict(points_size=12, points_rounds=8, points_games=1),
+            "small": dict(points_size=20, points_rounds=30, points_games=1),
+            "full": dict(points_size=64, points_rounds=60, points_games=2)}),
+        ("league pass", loong_league.LEAGUE, {}, {
+            "test": dict(maps=1, games=2, rounds=40, pfsp=2, batched=True),
+            "small": dict(maps=3, games=2, rounds=500, pfsp=6, batched=False),
+            "full": dict(maps=6, games=10, rounds=500, pfsp=40, batched=True)}),
+        ("mimic", loong_mimic.CONFIG_PROFILES, dict(bot="foil"), {
+            "test": dict(games=3), "small": dict(games=18), "full": dict(games=600)}),
+        ("loong contender", contender.LOONG_PROFILE, {}, {
+            "test": dict(games=36, max_rounds=30, meter_games=2), "small": dict(games=200, max_rounds=200),
+            "full": dict(games=400, max_rounds=500)}),
+        ("celldiv contender", contender.CELLDIV_PROFILE, {}, {
+            "test": dict(games=20, latency_moves=40), "small": dict(games=200), "full": dict(games=1000)}),
+        ("wasm build", loong.SEARCHING_BUILD, {}, {
+            "test": dict(searching=False), "small": dict(searching=False), "full": dict(searching=True)}),
+        ("search check", loong_search_check.SEARCH_CHECK_SIZES, {}, {
+            "test": dict(games=4, rounds=12), "small": dict(games=192, rounds=60),
+            "full": dict(games=400, rounds=500)}),
+        ("cycle gate", loong_search_check.CYCLE_SIZES, {}, {
+            "test": dict(games=4, rounds=12), "small": dict(games=96, rounds=500),
+            "full": dict(games=400, rounds=500)}),
+        ("release check", loong_search_check.RELEASE_SIZES, {}, {
+            "test": dict(games=4, rounds=12), "small": dict(games=200, rounds=100),
+            "full": dict(games=400, rounds=500)}),
+    ]
+
+
+def test_every_table_by_profile_resolves_through_ops_profiles_with_its_values():
+    for what, profiles, required, values in _tables():
+        assert isinstance(profiles, Profiles) and profiles.what == what and profiles.names == ("test", "small", "full")
+        for name, fields in values.items():
+            cfg = profiles.resolve(name, **required)
+            assert {k: getattr(cfg, k) for k in fields} == fields, (what, name)
+        with pytest.raises(ValueError) as e:
+            profiles.resolve("small", colour=1, **required)
+        assert one_line(e).startswith(f"colour: not a {what} config field (known: "), what
+        with pytest.raises(ValueError) as e:
+            profiles.resolve("huge", **required)
+        assert one_line(e) == "profile: 'huge' is not one of test, small, full"
+
+
+def test_the_kickstart_and_the_mimics_share_one_kickstart_table():
+    from ops.loong import kickstart as kick
+
+    assert kick.CONFIG_PROFILES.resolve("test").holdout == 0.34
+    assert kick.CONFIG_PROFILES.resolve("full").accelerator == "auto"
+    with pytest.raises(kick.KickstartError) as e:
+        kick.CONFIG_PROFILES.resolve("small", epochs="two")
+    assert one_line(e) == "epochs: 'two' is not an int"

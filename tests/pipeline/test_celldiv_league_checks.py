@@ -10,7 +10,7 @@ import dagster as dg
 from assets.celldiv_league import ELITE_BARS, celldiv_league, order_checks
 from games.league import LeagueResult
 from games.stats import MatchTally, Rating
-from ops.celldiv_league import LeagueConfig, LeagueReport
+from ops.celldiv.league import LeagueConfig, LeagueReport
 from pipeline.run import report_last, run
 
 

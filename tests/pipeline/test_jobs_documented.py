@@ -25,8 +25,8 @@ def test_every_job_schedule_and_sensor_is_in_the_readme_and_nothing_starts_by_it
 
 
 def test_check_descriptions_are_plain_words_with_the_codes_figures():
-    from ops.loong_mimic import FIDELITY_THRESHOLD
-    from ops.loong_value_fit import MAX_ECE
+    from ops.loong.mimic import FIDELITY_THRESHOLD
+    from ops.loong.value_fit import MAX_ECE
 
     specs = {f"{s.asset_key.to_user_string()}.{s.name}": s.description for a in all_assets
              for s in getattr(a, "check_specs", [])}

@@ -104,7 +104,7 @@ def test_selfplay_games_write_verified_replays(tmp_path):
 
 def test_the_replay_dataset_asset_writes_checked_shards_and_names_a_bad_config(tmp_path, materialise, failure_line):
     from assets.loong import loong_replay_dataset
-    from ops.loong_dataset import load_dataset
+    from ops.loong.dataset import load_dataset
 
     resources = {"artifact_store": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
                  "profile": ProfileResource(name="test"), "execution": ExecutionResource(backend="inprocess")}
@@ -139,7 +139,7 @@ def test_the_kickstart_net_trains_on_the_replay_dataset_in_one_tracked_run_and_r
 
     from assets.loong import loong_kickstart_net, loong_replay_dataset
     from gpu.loong_expert_net import LoongExpertNet, count_params
-    from ops.loong_kickstart import load_network
+    from ops.loong.kickstart import load_network
 
     resources = {**resources, "execution": ExecutionResource(backend="inprocess")}
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from assets.loong_belief import loong_belief_report
-from ops import loong_belief as op
+from ops.loong import belief as op
 
 
 def test_the_report_at_the_test_profile(resources, tmp_path, tracked_runs):

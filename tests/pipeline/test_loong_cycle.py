@@ -16,7 +16,7 @@ from assets.loong_value_lost import loong_value_lost_report
 from assets.resources import ExecutionResource
 from bot.int8_expert import digest
 from bot.int8_expert import load as load_network
-from ops.loong_teacher import teacher_config
+from ops.loong.teacher import teacher_config
 from tests.pipeline.conftest import _gate_figures
 
 
@@ -59,7 +59,7 @@ def test_one_cycle_turns_the_network_into_the_next(resources, tmp_path, tracked_
         again = dg.materialize([loong_teacher_targets], resources=resources, instance=instance, run_config={
             "ops": {"loong_teacher_targets": {"config": {"info_units": 0, "replays": False}}}})
         assert again.success
-    from ops.loong_teacher_targets import load_targets
+    from ops.loong.teacher_targets import load_targets
 
     bare = store.latest("loong", "loong_teacher_targets")
     assert not (bare / "replays").exists()

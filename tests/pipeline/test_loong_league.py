@@ -13,8 +13,8 @@ from assets.loong_league import admitted_mimics, build_store_state, loong_league
 from assets.resources import ArtifactStoreResource, ExecutionResource
 from bot.builds import register
 from games.loong.mapgen import parse_map_spec
-from ops import loong_league as lg
-from ops.loong_mimic import FIDELITY_THRESHOLD
+from ops.loong import league as lg
+from ops.loong.mimic import FIDELITY_THRESHOLD
 from pipeline.definitions import defs
 
 

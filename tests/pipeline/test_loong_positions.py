@@ -12,7 +12,7 @@ from games.loong.bots import play_game, random_bot
 from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.replay import save_replay
-from ops import loong_positions as op
+from ops.loong import positions as op
 
 NORTH = wat2wasm("""(module (memory (export "memory") 1)
   (func (export "init") (param i32 i32))

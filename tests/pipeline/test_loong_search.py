@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assets.loong_search import loong_release, loong_search_check, next_release
-from ops.loong_search_check import SEARCH_CHECK_SIZES
+from ops.loong.search_check import SEARCH_CHECK_SIZES
 from tests.pipeline.test_loong_teacher import publish_network
 
 
@@ -20,7 +20,7 @@ def test_the_search_check_plays_the_plain_network_in_one_tracked_run(resources, 
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == "search_beats_plain"
     record = json.loads(Path(meta["path"].value).read_text())
-    size = SEARCH_CHECK_SIZES["test"]
+    size = SEARCH_CHECK_SIZES.resolve("test")
     assert record["opponent"] == "plain" and record["games"] == size.games == len(record["game_records"])
     assert record["wins"] + record["draws"] + record["losses"] == size.games
     assert check.passed == record["passed"] == (record["wilson95"][0] > record["pass_lower"])

@@ -4,7 +4,7 @@ blocking check that agrees with the op's verdict, publication only when it passe
 import pytest
 
 from assets.loong_value import loong_value_fit
-from ops.loong_value_fit import MAX_ECE, load_value_fit
+from ops.loong.value_fit import MAX_ECE, load_value_fit
 
 
 def test_the_fit_at_the_test_profile(resources, tmp_path, one_torch_thread, materialise, tracked_runs):

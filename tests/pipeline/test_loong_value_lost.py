@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from assets.loong_value_lost import loong_value_lost_report
 from bot.core_candidates import GEN_HARVEST, GEN_PRIMITIVE, KIND_MOVE, RECORD_DTYPE
-from ops.loong_teacher_targets import SCHEMA
+from ops.loong.teacher_targets import SCHEMA
 
 NAN = float("nan")
 

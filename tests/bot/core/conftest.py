@@ -1,5 +1,5 @@
 """Shared fixtures for the core's tests: native builds of C sources, once per session (cached by source hash), and
-short games recorded with the reference engine (``ops.loong_belief.record_game``), each dragon's observations beside
+short games recorded with the reference engine (``ops.loong.belief.record_game``), each dragon's observations beside
 the true state when it observed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.native import load_native
-from ops.loong_belief import Track, record_game  # the one recorder, shared with the loong_belief_report asset
+from ops.loong.belief import Track, record_game  # the one recorder, shared with the loong_belief_report asset
 
 __all__ = ["Track", "record_game"]
 

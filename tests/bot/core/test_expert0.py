@@ -21,7 +21,7 @@ from bot.team_keys import DEV_SECRET
 from games.loong.bots import play_game, random_bot
 from games.loong.mapgen import generate_map
 from gpu.loong_expert_net import LoongExpertNet
-from ops.loong_network import check_bot
+from ops.loong.network import check_bot
 
 from .test_expert_h import WasmExpertH, _same
 

@@ -28,7 +28,7 @@ from games.loong.mapgen import generate_map
 from games.loong.match import UnknownBot
 from games.loong.observation import observe
 from games.loong.scenario import board
-from ops.loong_league import LoongLeagueConfig, resolve_players
+from ops.loong.league import LoongLeagueConfig, resolve_players
 
 UNITS = 3000  # a small budget: the tests check the search's bookkeeping, not its strength
 

@@ -22,7 +22,7 @@ from games.loong.maps import DX, DY
 from games.loong.replay import load_replay
 from games.loong.rng import SplitMix64
 from games.loong.viewer import render_html, review_data, viewer_data, write_viewer
-from ops.loong_review import (
+from ops.loong.review import (
     Candidate,
     Choice,
     Decision,
@@ -43,7 +43,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 class ToySearcher:
     """Scores its four moves (safe ones higher, plus noise), gives each "visits" (by prior) and a Q (noise), plays
     the most visited; its teacher prefers the highest Q. It explains itself through ``explain`` (the hook of
-    ops.loong_review)."""
+    ops.loong.review)."""
 
     name = "toy-searcher"
 

@@ -20,7 +20,7 @@ Parquet file, whose schema is docs/celldiv-teacher-data.md; ``load_teacher_data`
 refuses anything else.
 
 CLI: ``arena celldiv teacher --profile small --out DIR [--backend local --workers 2]`` (or
-``python -m ops.celldiv_teacher``).
+``python -m ops.celldiv.teacher``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ from games.celldiv.players import DEFAULT_SWITCHING, SwitchingPlayer, load_weigh
 from gpu.celldiv_lightning import PositionDataModule, TeacherModule
 from gpu.celldiv_nets import CellDivNet, OnnxEvaluator, TorchEvaluator, count_params, policy_logits
 from gpu.training import make_trainer
+from ops.celldiv.teacher_args import add_teacher_arguments
 from ops.checkpoints import CheckpointError, load_checkpoint, model_version, save_checkpoint
+from ops.cli_common import executor_from
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
 from ops.profiles import ProfileError, Profiles
 from ops.tracking import NullTracker, Tracker
@@ -899,8 +901,6 @@ def _validate(d: TeacherData) -> None:
 # ----------------------------------------------------------------------------- CLI
 def run_command(a: argparse.Namespace, say: Progress = print) -> None:
     """Train (and, unless ``--skip-data``, write the teacher data) as the parsed options ask."""
-    from ops.cli_common import executor_from
-
     config = CONFIG_PROFILES.parse(a.profile, a.set, progress_bar=False)  # a bad profile or field: ProfileError
     executor = executor_from(a)
     t0 = time.perf_counter()
@@ -917,8 +917,6 @@ def run_command(a: argparse.Namespace, say: Progress = print) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from ops.cli import add_teacher_arguments
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_teacher_arguments(ap)
     try:

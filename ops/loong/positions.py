@@ -6,7 +6,7 @@ correct move and a reason, checked against any bot, and turned into weighted dat
     replayed = replay_position(pos, folder)      # the game re-simulated up to the dragon's turn, its observations
     verdict = judge_position(replayed, factory, "foil")   # the bot fed the dragon's earlier observations, then asked
     verdicts = check_library(folder, {"build:expert-0": factory})
-    rows = training_rows(positions, folder)      # dataset rows (ops.loong_dataset.SCHEMA) and their weights
+    rows = training_rows(positions, folder)      # dataset rows (ops.loong.dataset.SCHEMA) and their weights
     path = add_position(folder, replay, dragon=3, round_=17, move="move E", reason="...")
 
 A position: a replay (a path relative to the library, or embedded in the file), a dragon and a round (the decision),
@@ -481,7 +481,7 @@ def summary(verdicts: Sequence[Verdict], positions: int) -> dict:
 def resolve_bots(names: Sequence[str], *, builds: str = "", network: str = "") -> dict[str, BotFactory]:
     """Factories for the bots to check: Python bots by name, builds as ``build:<name|id>`` (the judge), and
     ``expert-0-native`` (the native expert-0 on ``network``, default the latest published loong_network_int8)."""
-    from ops.loong_review import resolve_reviewed
+    from ops.loong.review import resolve_reviewed
 
     return resolve_reviewed(tuple(names), network, builds)[0]
 
@@ -576,7 +576,7 @@ def _rest(pos: Position) -> tuple:
 # -- training rows ----------------------------------------------------------------------------------------------------
 @dataclass
 class TrainingRows:
-    """Dataset rows of the library's positions (ops.loong_dataset.SCHEMA) and each row's training weight;
+    """Dataset rows of the library's positions (ops.loong.dataset.SCHEMA) and each row's training weight;
     ``skipped``: positions that give no row (why)."""
 
     table: object  # pyarrow.Table
@@ -600,14 +600,14 @@ def training_rows(positions: Sequence[Position], library: str | Path, *, secret:
                   lib=None) -> TrainingRows:
     """One dataset row a position, the inputs built as the replay dataset builds them (bot.core_inputs.NativeInputs
     stepped over the dragon's observations in order, told its recorded frames), ``chosen`` the correct move's record
-    (ops.loong_dataset.match); its weight the position's. The value target (``outcome``) is the recorded game's
+    (ops.loong.dataset.match); its weight the position's. The value target (``outcome``) is the recorded game's
     result for the dragon's team. A position whose move is not among the core's candidates gives no row."""
     import pyarrow as pa
 
     from bot.core_candidates import parse_records
     from bot.core_inputs import NativeInputs, inputs_library
     from games.loong.observation import encode
-    from ops.loong_dataset import SCHEMA, action_code, match
+    from ops.loong.dataset import SCHEMA, action_code, match
 
     if secret is None:
         from bot.team_keys import load_secret

@@ -5,7 +5,7 @@ expert-0, and checked decision by decision against the torch network in its quan
     r.version, r.check                                   # the digest; decisions, candidates, mismatches
     check_bot(model, net, CHECK_GAMES)                   # the check alone: expert-0's native build on recorded games
 
-The check plays recorded games (ops.loong_dataset.play_recorded: the reference engine), feeds every dragon's
+The check plays recorded games (ops.loong.dataset.play_recorded: the reference engine), feeds every dragon's
 observations to expert-0's native build (bot/core/expert0.c: inputs, the generated network, the choice) and to the
 dataset's input function (bot/core/inputs.h), runs the torch network (fake-quantised, float64: exact) on those
 inputs, and compares: the value and every candidate's score as integers, and the chosen candidate.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops.loong_dataset import play_recorded
+from ops.loong.dataset import play_recorded
 
 # (side, symmetry, team 0 bot, team 1 bot, seed, rounds): short games of the dataset's bots, fixed here.
 CHECK_GAMES = ((20, "rot", "expert-h", "foil", 11, 40), (24, "lr", "foil", "expert-h", 12, 30))
@@ -121,7 +121,7 @@ def export(network_pt: str | Path, out_dir: str | Path, *, games=CHECK_GAMES, ca
     """The kickstart checkpoint ``network_pt`` quantised (fake mode's integers) to ``out_dir/network.npz``, the C
     generated and compiled natively, and the bot check run on ``games``."""
     from bot.int8_expert import digest, quantize, save
-    from ops.loong_kickstart import KickstartError, load_network
+    from ops.loong.kickstart import KickstartError, load_network
 
     t0 = time.time()
     try:

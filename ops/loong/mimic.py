@@ -5,7 +5,7 @@
     b = admit(r, builds_root)     # compiled into expert-0's C as 'mimic-foil' and registered, or None (refused)
     train(MimicConfig(bot="build:expert-1", games=12, builds=str(root)), dataset_dir, out_dir)   # 'mimic-expert-1'
 
-The training is the kickstart's (``ops.loong_kickstart.run``) on the replay dataset's rows of that bot alone
+The training is the kickstart's (``ops.loong.kickstart.run``) on the replay dataset's rows of that bot alone
 (``bot_decisions``: a Parquet file of the same schema). A bot the dataset does not hold (a registered build) has
 its own games recorded first (``record_games``: ``games`` games against the foil on the dataset's bands and round
 limit, sides and symmetries in turn, seeded by the kickstart's seed). The fidelity is the network's top-1
@@ -25,11 +25,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from games.loong.foil import registry
-from ops import loong_dataset as ds
-from ops import loong_kickstart as kick
 from ops.execution import Executor
-from ops.loong_dataset import DatasetError, load_dataset
-from ops.loong_league import MIMIC_PREFIX
+from ops.loong import dataset as ds
+from ops.loong import kickstart as kick
+from ops.loong.dataset import DatasetError, load_dataset
+from ops.loong.league import MIMIC_PREFIX
+from ops.profiles import Profiles
 from ops.tracking import Tracker
 
 FIDELITY_THRESHOLD = 0.6
@@ -80,6 +81,11 @@ class MimicResult:
                 "threshold": self.threshold, "passed": self.passed, "decisions_train": self.decisions_train,
                 "decisions_heldout": self.decisions_heldout, "recorded_games": self.recorded_games,
                 "network": str(self.network)}
+
+
+# a build's own games recorded against the foil (the dataset lacks them), by profile
+CONFIG_PROFILES = Profiles("mimic", MimicConfig, {"test": dict(games=3), "small": dict(games=18),
+                                                  "full": dict(games=600)}, MimicError)
 
 
 def check_config(cfg: MimicConfig) -> None:

@@ -2,7 +2,7 @@
 
     config = CelldivContenderConfig(games=200, bar=0.5)
     r = contender_match("hard", "onnx:students/b3c32.onnx", config)   # ContenderRefused if latencies differ
-    log_comparison(r, "arena-celldiv")                               # ops.loong_contender: parent + two children
+    log_comparison(r, "arena-celldiv")                               # ops.loong.contender: parent + two children
 
 1. Both players choose a move on the same ``latency_moves`` positions (random starts of the match's sizes, a
    random number of random moves in, from the seed), alternating who goes first on each position after one
@@ -13,10 +13,10 @@
 3. The match: Cell Division's match runner (``games.celldiv.match.play_match``), ``games`` games (at least
    ``MIN_GAMES`` and two a size, even: pairs share a start with colours swapped), every size of ``sizes`` cycled
    through; the contender's score rate with its Wilson interval, the Elo difference with its interval, and the
-   verdict on the bar (``ops.loong_contender.match_verdict``).
+   verdict on the bar (``ops.loong.contender.match_verdict``).
 
 Players: any registered name (the tiers, and the trained players the artifact store publishes), or
-``onnx:PATH`` for an Elite-format ONNX student (``ops.celldiv_onnx.EliteOnnxPlayer``), so two student shapes
+``onnx:PATH`` for an Elite-format ONNX student (``ops.celldiv.onnx.EliteOnnxPlayer``), so two student shapes
 compare as two files. docs/contenders.md.
 """
 
@@ -33,8 +33,9 @@ import numpy as np
 from games.celldiv.board import PositionError, State, is_over, legal_moves, play, random_start
 from games.celldiv.match import parse_sizes, play_match
 from games.celldiv.players import Player, UnknownPlayer, make_player
+from games.gate import EVEN
 from games.stats import MatchTally
-from ops.loong_contender import (
+from ops.contender import (
     ContenderError,
     ContenderRefused,
     MatchVerdict,
@@ -67,7 +68,7 @@ class CelldivContenderConfig:
     """Match games (at least MIN_GAMES and two a size, even)."""
     sizes: str = "4-8"
     """Board sizes cycled through: '4-8', '6' or '4,6,8'."""
-    bar: float = 0.5
+    bar: float = EVEN
     """The pass bar on ``statistic``, in (0, 1)."""
     statistic: str = "wilson_low"
     """'wilson_low' (the contender's score rate's Wilson 95% lower bound) or 'score_rate'."""
@@ -99,7 +100,7 @@ def player_factory(role: str, ref: str) -> Callable[[int], Player]:
     """``seed -> Player`` for a registered name or ``onnx:PATH``; an unknown name or unreadable model is one line
     naming the side (the player is built once now)."""
     if ref.startswith("onnx:"):
-        from ops.celldiv_onnx import EliteOnnxPlayer, OnnxModelError
+        from ops.celldiv.onnx import EliteOnnxPlayer, OnnxModelError
 
         path = Path(ref.removeprefix("onnx:"))
         try:

@@ -223,7 +223,7 @@ def _play_groups(games, by_size, judged, networks, max_rounds, device, batch_siz
 def series_games(a: str, b: str, maps: Sequence[LoongMap], games_per_map: int, seed: int,
                  map_index: Sequence[int] | None = None) -> list[BatchedGame]:
     """The games ``games.loong.match.play_series`` plays for ``a`` against ``b`` on each map (the league's map
-    ``i`` on series seed ``seed * 7919 + i``: ops.loong_league.play_pairing), with the same seeds and sides."""
+    ``i`` on series seed ``seed * 7919 + i``: ops.loong.league.play_pairing), with the same seeds and sides."""
     from games.loong.match import pair_seed
 
     out = []

@@ -13,7 +13,7 @@ cores, Ray a cluster, and the rows are the same whatever ran them.
     result = run(cfg, "network.npz", out_dir, executor=PoolExecutor(2))   # out_dir/part-<first game>.parquet
     table = load_targets(out_dir)                   # checked: schema name, version, every column and type
 
-One row a student decision: every column of the replay dataset (``ops.loong_dataset.SCHEMA``, filled as it
+One row a student decision: every column of the replay dataset (``ops.loong.dataset.SCHEMA``, filled as it
 fills them) plus the teacher's (``TARGET_FIELDS``). Each game's replay and its review with the teacher's verdicts
 (and with ``pages`` its viewer page) go to out_dir/replays (``write_game``), named in games.json.
 """
@@ -40,8 +40,8 @@ from games.loong.actions import Forfeit
 from games.loong.engine import Game
 from games.loong.mapgen import SYMMETRIES, generate_map
 from gpu.loong_sim import MOVE, SPLIT, SPRINT
-from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
-from ops.loong_dataset import action_code, read_shards
+from ops.loong.dataset import SCHEMA as DATASET_SCHEMA
+from ops.loong.dataset import action_code, read_shards
 from ops.profiles import Profiles
 
 SCHEMA_NAME = b"loong_teacher_targets"
@@ -195,7 +195,7 @@ def game_spec(cfg: TargetsConfig, g: int) -> GameSpec:
 
 
 def game_map(spec: GameSpec):
-    """The generated map of a game (``ops.loong_teacher.teacher_maps``'s generator settings)."""
+    """The generated map of a game (``ops.loong.teacher.teacher_maps``'s generator settings)."""
     return generate_map(spec.size, spec.size, spec.symmetry, spec.map_seed, kelp_density=0.1, portal_pairs=2)
 
 
@@ -604,13 +604,13 @@ def _none_if_nan(x) -> float | None:
 
 
 def review_decisions(cfg: TargetsConfig, rows: Sequence[dict], rec: GameRecord, value_exp: int) -> list:
-    """A game's rows as review decisions (``ops.loong_review.Decision``) in the game's turn order: every candidate
+    """A game's rows as review decisions (``ops.loong.review.Decision``) in the game's turn order: every candidate
     (the record with the student's score and prior, the teacher's rollouts and Q), the value the student saw, the
     candidate played (``chosen``: the student's own pick, a record of the row's ``chosen`` action; the teacher's
     choice when it plays) and the teacher review: the played, network (the student's top prior) and teacher
     choices, each with its candidate, option, Q and value lost."""
     from bot.core_candidates import parse_records
-    from ops.loong_review import Decision, TeacherReview, played_json, record_candidate, sigmoid
+    from ops.loong.review import Decision, TeacherReview, played_json, record_candidate, sigmoid
 
     turns = {(t.round, t.dragon_id): (k, t) for k, t in enumerate(rec.game.records)}
     out = []
@@ -648,7 +648,7 @@ def _choice(cands: list, q: np.ndarray, tc: int, tv: float, i: int):
     """Candidate ``i``'s side of a teacher review: its option, Q and value lost (the teacher's value ``tv`` - q[i],
     float32 as the row's value_lost; 0 for the teacher's own choice); no candidate when ``i`` < 0 (the teacher's
     action held by no record: a candidate gap)."""
-    from ops.loong_review import Choice
+    from ops.loong.review import Choice
 
     if i < 0:
         return Choice(None, "wander")
@@ -663,7 +663,7 @@ def write_game(cfg: TargetsConfig, spec: GameSpec, rows: Sequence[dict], rec: Ga
     from bot.int8_expert import digest
     from games.loong.bots import MatchResult, standings
     from games.loong.replay import save_replay
-    from ops.loong_review import save_review
+    from ops.loong.review import save_review
 
     g = rec.game
     deaths = {i: (d.died, d.cause) for i, d in g.dragons.items() if not d.alive}
@@ -680,7 +680,7 @@ def write_game(cfg: TargetsConfig, spec: GameSpec, rows: Sequence[dict], rec: Ga
     if cfg.pages:  # only with replays (run calls this only then)
         from games.loong.viewer import write_viewer
 
-        with review.open() as f:  # the review's plain data (ops.loong_review.viewer_review) without reading it back
+        with review.open() as f:  # the review's plain data (ops.loong.review.viewer_review) without reading it back
             data = {"header": json.loads(f.readline()), "decisions": [d.to_json() for d in decisions]}
         page = write_viewer(json_path, folder / f"{stem}.html", data, partial=True)  # the teacher is not rebuilt
     rel = folder.name
@@ -836,7 +836,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = _Parser(prog="python -m ops.loong_teacher_targets", description=__doc__.splitlines()[0])
+    ap = _Parser(prog="python -m ops.loong.teacher_targets", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="small", help="test (seconds), small (this CPU, minutes), full")
     ap.add_argument("--network", required=True, help="the student's int8 network (.npz, bot.int8_expert.save)")
     ap.add_argument("--out", required=True, help="output folder: part-*.parquet, config.json, games.json, "

@@ -13,6 +13,7 @@ from games.loong.mapgen import generate_map
 from games.loong.maps import MAX_SIDE, MIN_SIDE
 from games.loong.replay import load_replay, save_replay, verify_replay
 from ops.execution import Executor, InProcessExecutor, WorkItem, gather
+from ops.profiles import Profiles
 
 SYMMETRIES = ("lr", "tb", "rot")
 POLICIES = ("random", "chaos")
@@ -49,6 +50,13 @@ class SelfPlayResult:
 
 class SelfPlayConfigError(ValueError):
     """A self-play config that cannot be played; the message names the field and the value."""
+
+
+CONFIG_PROFILES = Profiles("self-play", SelfPlayConfig, {
+    "test": dict(games=3, size=12, max_rounds=30, batch_size=3),
+    "small": dict(games=64, size=24, max_rounds=200, batch_size=64),
+    "full": dict(games=4096, size=48, max_rounds=500, batch_size=4096),
+}, SelfPlayConfigError)
 
 
 def check_config(config: SelfPlayConfig) -> None:

@@ -119,7 +119,7 @@ def register_trained(root: str, teacher_simulations: int) -> None:
     published versions (a kept worker picks up a newer publication)."""
     from pathlib import Path
 
-    from ops.celldiv_players import GROUP, register_store_players
+    from ops.celldiv.players import GROUP, register_store_players
     from ops.store import ArtifactStore
 
     store = ArtifactStore(Path(root))

@@ -8,7 +8,7 @@ search. ``TeacherSearchPlayer`` plays the teacher with the search it was trained
 deterministic, or PUCT without noise): the league's "teacher with search".
 ``register_trained_players`` makes both known to ``games.celldiv.players.make_player``.
 
-CLI: ``python -m ops.celldiv_onnx --student student.pt --out elite_cnn.onnx [--versus medium hard]``.
+CLI: ``python -m ops.celldiv.onnx --student student.pt --out elite_cnn.onnx [--versus medium hard]``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from games.celldiv.encoding import NUM_ACTIONS, action_mask, action_to_cell, enc
 from games.celldiv.match import play_match
 from games.celldiv.players import register_player
 from gpu.celldiv_nets import OnnxEvaluator, policy_logits
-from ops.celldiv_distill import load_student
-from ops.celldiv_teacher import SearchAdapter, load_teacher
+from ops.celldiv.distill import load_student
+from ops.celldiv.teacher import SearchAdapter, load_teacher
 from search import run_gumbel, run_puct
 
 OPSET = 17
@@ -228,7 +228,7 @@ def register_trained_players(
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--student", type=Path, required=True, help="student.pt from ops.celldiv_distill")
+    ap.add_argument("--student", type=Path, required=True, help="student.pt from ops.celldiv.distill")
     ap.add_argument("--out", type=Path, default=Path(".arena/celldiv/elite/elite_cnn.onnx"))
     ap.add_argument("--versus", nargs="*", default=[], help="opponents for Elite, e.g. medium hard")
     ap.add_argument("--games", type=int, default=200)

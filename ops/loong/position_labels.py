@@ -10,7 +10,7 @@ position searched by the privileged teacher of the targets, its reviewed move ke
 A position's state: the replay re-simulated on the reference engine to the dragon's turn (its state hash compared
 with the replayed one). The student (expert-0-native on the network) is fed the dragon's earlier observations, as
 the positions check feeds a bot, then decides; the teacher's search is the targets' own
-(``ops.loong_teacher_targets.search_row``: the native teacher with the targets' settings over its own listing and
+(``ops.loong.teacher_targets.search_row``: the native teacher with the targets' settings over its own listing and
 the student's scored candidates, the information test of a departure), with the reviewed move as the row's
 ``chosen``.
 
@@ -30,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ops import loong_teacher_targets as targets
-from ops.loong_positions import (
+from ops.loong import teacher_targets as targets
+from ops.loong.positions import (
     POSITION_BOT,
     POSITION_GAME_BASE,
     Position,
@@ -259,7 +259,7 @@ def save_labels(labels: PositionLabels, folder) -> tuple[Path, Path]:
 
 def load_labels(path) -> pa.Table:
     """Labelled rows written by ``save_labels`` (a folder or the file), checked against ``SCHEMA``."""
-    from ops.loong_dataset import read_shards
+    from ops.loong.dataset import read_shards
 
     return read_shards(path, SCHEMA, PositionError, None, "position labels ")
 

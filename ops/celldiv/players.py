@@ -18,7 +18,7 @@ GROUP = "celldiv"
 def register_store_players(store: ArtifactStore | None = None, *, teacher_simulations: int = 64,
                            teacher_search: str | None = None) -> dict[str, Path]:
     """Register every trained player whose artifact is published; returns name -> file used.
-    ``teacher_simulations`` and ``teacher_search`` (None: ``ops.celldiv_onnx.LEAGUE_SEARCH``): the
+    ``teacher_simulations`` and ``teacher_search`` (None: ``ops.celldiv.onnx.LEAGUE_SEARCH``): the
     ``teacher`` player's search a move."""
     store = store or ArtifactStore.default()
     found: dict[str, Path] = {}
@@ -46,7 +46,7 @@ def _register_networks(store: ArtifactStore, teacher_simulations: int, teacher_s
     elite = elite if elite and elite.exists() else None
     teacher = teacher if teacher and teacher.exists() else None
     if elite or teacher:
-        from ops.celldiv_onnx import register_trained_players
+        from ops.celldiv.onnx import register_trained_players
 
         register_trained_players(elite_onnx=elite, teacher_ckpt=teacher, teacher_simulations=teacher_simulations,
                                  teacher_search=teacher_search)

@@ -7,15 +7,15 @@ targets on the positions of its own games.
 
 The policy learns the teacher's improved policy (``teacher_policy``) by the soft cross-entropy over actions
 (gpu/loong_kickstart.py: records of one action are one class); the value head a mix of the outcome and the teacher's
-value (``value_mix``). It starts from a kickstart-format network (``ops.loong_kickstart.load_network``), trains in
+value (``value_mix``). It starts from a kickstart-format network (``ops.loong.kickstart.load_network``), trains in
 Lightning with the kickstart's module (float epochs, early stopped by ``patience``, then ``quantised_epochs``
 fake-quantised ones), resumes ``out_dir/checkpoint.pt``, and writes ``out_dir/student.pt`` in the kickstart's
-format, so ``ops.loong_network.export`` turns it into network.npz unchanged.
+format, so ``ops.loong.network.export`` turns it into network.npz unchanged.
 
-Reviewed positions (``positions``: ``ops.loong_position_labels.PositionLabels``) train beside the targets, each row's
+Reviewed positions (``positions``: ``ops.loong.position_labels.PositionLabels``) train beside the targets, each row's
 losses multiplied by its position's weight (a target row's 1), never held out: the held-out figures are the targets'.
 
-    python -m ops.loong_student --profile test|small|full --targets DIR --init CKPT --out DIR [--positions LIB]
+    python -m ops.loong.student --profile test|small|full --targets DIR --init CKPT --out DIR [--positions LIB]
         [--mlflow]
 """
 
@@ -39,9 +39,9 @@ import torch
 from gpu.loong_expert_net import count_params
 from gpu.loong_kickstart import DecisionDataModule, KickstartData, KickstartModule
 from ops.checkpoints import AtomicLastCheckpoint, model_version, save_checkpoint
-from ops.loong_dataset import read_shards, shard_files, shard_rows
-from ops.loong_kickstart import COLUMNS as KICKSTART_COLUMNS
-from ops.loong_kickstart import (
+from ops.loong.dataset import read_shards, shard_files, shard_rows
+from ops.loong.kickstart import COLUMNS as KICKSTART_COLUMNS
+from ops.loong.kickstart import (
     GENERATORS,
     KIND,
     READ_ROWS,
@@ -55,7 +55,7 @@ from ops.loong_kickstart import (
     reliability_png,
     shard_slices,
 )
-from ops.loong_teacher_targets import SCHEMA  # the targets: one schema, written there
+from ops.loong.teacher_targets import SCHEMA  # the targets: one schema, written there
 from ops.profiles import Profiles
 from ops.tracking import NullTracker, Tracker
 
@@ -63,7 +63,7 @@ Progress = Callable[[str], None]
 COLUMNS = (*KICKSTART_COLUMNS, "teacher_policy", "teacher_choice", "teacher_value")
 RAGGED = ("crop", "overview", "scalars", "features", "taps", "teacher_policy")
 CHECKPOINT = "checkpoint.pt"  # Lightning's own checkpoint, rewritten every epoch
-NETWORK = "student.pt"  # the kickstart's format (kind loong_kickstart): ops.loong_network.export reads it
+NETWORK = "student.pt"  # the kickstart's format (kind loong_kickstart): ops.loong.network.export reads it
 RELIABILITY = "reliability.png"
 MONITOR = "val/soft_ce"  # the early stop's figure: held-out soft cross-entropy
 MIN_DELTA = 1e-3  # nats: a smaller fall is no improvement
@@ -182,7 +182,7 @@ def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows
     a StudentError naming the file (and the column). The shards are read and decoded ``batch_rows`` decisions at a
     time; with ``spill`` (a folder) the big arrays go to disk as they are decoded and come back memory-mapped
     (``gpu.loong_kickstart.spill_data``: the same arrays), so memory does not grow with the targets' volume.
-    ``positions``: labelled rows (``ops.loong_position_labels.SCHEMA``) appended, their ``target_policy`` the
+    ``positions``: labelled rows (``ops.loong.position_labels.SCHEMA``) appended, their ``target_policy`` the
     policy target, their ``weight`` the loss weight (the targets' rows 1), marked ``train_only`` (their games are
     negative, the targets' never)."""
     files = shard_files(path, SCHEMA, StudentError, "targets ")
@@ -207,7 +207,7 @@ def read_targets(path: str | Path, positions: pa.Table | None = None, batch_rows
             yield start, table
             start += table.num_rows
         if extra:
-            from ops.loong_position_labels import student_rows
+            from ops.loong.position_labels import student_rows
 
             rows = student_rows(positions, COLUMNS)
             yield start, rows.cast(schema) if schema is not None else rows
@@ -261,7 +261,7 @@ def run(config: StudentConfig, targets_path: str | Path, init_checkpoint: str | 
         tracker: Tracker | None = None, progress: Progress | None = None, positions=None) -> StudentResult:
     """Distil the targets at ``targets_path`` into the network of ``init_checkpoint`` (kickstart format), into
     ``out_dir`` (resuming ``out_dir/checkpoint.pt``). ``positions``: None, or the reviewed positions' labelled rows
-    (``ops.loong_position_labels.PositionLabels`` or its table), trained on with their weights, never held out. A
+    (``ops.loong.position_labels.PositionLabels`` or its table), trained on with their weights, never held out. A
     bad config, file or checkpoint raises StudentError."""
     t0 = time.perf_counter()
     check_config(config)
@@ -353,7 +353,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = _Parser(prog="python -m ops.loong_student", description=__doc__.splitlines()[0])
+    ap = _Parser(prog="python -m ops.loong.student", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="small", help="test (seconds), small (this CPU), full (a GPU box)")
     ap.add_argument("--targets", required=True, help="the teacher targets: a folder of part-*.parquet or one file")
     ap.add_argument("--init", required=True, help="the network to start from (kickstart.pt or a student.pt)")
@@ -395,8 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _cli_labels(args, progress: Progress):
     """``--positions``: the library labelled with the targets' network and teacher settings; a bad library or
     targets config is a StudentError."""
-    from ops.loong_position_labels import label_for_targets
-    from ops.loong_positions import load_library
+    from ops.loong.position_labels import label_for_targets
+    from ops.loong.positions import load_library
 
     try:
         positions = load_library(args.positions)

@@ -1,9 +1,9 @@
 """The search check and the release check (issue 12 item 6; seed part 4, "The checks before a network, search or bot
 is used or released"; docs/loong-search-check.md).
 
-    size = SEARCH_CHECK_SIZES["small"]                       # games and round limit, fixed here before any game
+    size = SEARCH_CHECK_SIZES.resolve("small")                       # games and round limit, fixed here before any game
     m = search_match(NET, "plain", size, seed=0, executor)   # expert-0-search against expert-0, the same network
-    m = search_match(NET, "foil", RELEASE_SIZES["small"], seed=0, executor)   # the release check's match
+    m = search_match(NET, "foil", RELEASE_SIZES.resolve("small"), seed=0, executor)   # the release check's match
     m = search_match(NEW, "parent", size, seed=0, executor, search_units=0, parent=OLD)   # the cycle's gate (plain)
     m.passed(SEARCH_PASS_LOWER)
 
@@ -12,7 +12,7 @@ the judge build's search budget (``bot.expert0.SEARCH_UNITS``, the same decision
 counts units, it never reads a clock), the plain side the network's top candidate. Against ``parent`` (the network
 a cycle's student came from: ``ops.loong_cycle_gate``) both sides play with the same search units, 0 for the plain
 network on both. Maps: every size band and
-symmetry (``ops.loong_contender.band_map``), each map twice with the sides swapped on one match seed. Passed when
+symmetry (``ops.loong.contender.band_map``), each map twice with the sides swapped on one match seed. Passed when
 the Wilson 95% lower bound of the searching side's score rate (wins + draws / 2) is above the bar.
 """
 
@@ -23,21 +23,22 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from games.gate import Gate
+from games.gate import EVEN, Gate
 from games.loong.match import pair_seed
 from games.stats import wilson_interval
 from ops.execution import Executor, WorkItem, cached, gather
-from ops.loong_contender import BANDS, band_map
+from ops.loong.contender import BANDS, band_map
+from ops.profiles import Profiles
 
-SEARCH_PASS_LOWER = 0.5   # the search check: the searching bot beats the plain bot (seed: "searching bot beats the
+SEARCH_PASS_LOWER = EVEN   # the search check: the searching bot beats the plain bot (seed: "searching bot beats the
                           # plain bot"); Wilson 95% lower bound above this
-RELEASE_PASS_LOWER = 0.5  # the release check: Wilson 95% lower bound above 50% against the foil (issue 12)
+RELEASE_PASS_LOWER = EVEN  # the release check: Wilson 95% lower bound above 50% against the foil (issue 12)
 RELEASE_MIN_GAMES = 200   # the release check's size at least (issue 12: "over at least 200 games")
 SEARCH_GATE = Gate("search_beats_plain", "expert-0-search's score rate against expert-0 (the same network's top "
                    "candidate, no search), on every size band and symmetry", bar=SEARCH_PASS_LOWER)
 RELEASE_GATE = Gate("release_beats_foil", "expert-0-search's score rate against the foil, on every size band and "
                     "symmetry", bar=RELEASE_PASS_LOWER)
-CYCLE_PASS_LOWER = 0.5    # the cycle's gate (issue 37 item 4): the student's Wilson 95% lower bound against its
+CYCLE_PASS_LOWER = EVEN    # the cycle's gate (issue 37 item 4): the student's Wilson 95% lower bound against its
                           # parent above this
 CYCLE_GATE = Gate("student_beats_parent", "expert-N+1's score rate against its parent expert-N (the network the "
                   "cycle's targets were searched for), both the network's top candidate, no search, on every size "
@@ -62,13 +63,17 @@ class CheckSize:
 
 # Sizes by profile (docs/loong-search-check.md, "Sizes": set by the games this CPU plays in a cycle and the power
 # to see the effect measured); the test profile only proves the path.
-SEARCH_CHECK_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(192, 60), "full": CheckSize(400, 500)}
+SEARCH_CHECK_SIZES = Profiles("search check", CheckSize, {"test": dict(games=4, rounds=12),
+                                                          "small": dict(games=192, rounds=60),
+                                                          "full": dict(games=400, rounds=500)})
 # The cycle's gate at the rules' 500 rounds, sized by power (docs/loong-cycle.md, "The gate"): n = (1.96 + 0.84)^2
 # p (1 - p) / (p - 0.5)^2 games see a true score rate p above 0.5 four times in five: small 96 (p = 0.65: 79, and
 # the teacher check's size), full 400 (p = 0.57: 392); the test profile only proves the path.
-CYCLE_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(96, 500), "full": CheckSize(400, 500)}
-RELEASE_SIZES = {"test": CheckSize(4, 12), "small": CheckSize(RELEASE_MIN_GAMES, 100),
-                 "full": CheckSize(RELEASE_MIN_GAMES * 2, 500)}
+CYCLE_SIZES = Profiles("cycle gate", CheckSize, {"test": dict(games=4, rounds=12), "small": dict(games=96, rounds=500),
+                                                "full": dict(games=400, rounds=500)})
+RELEASE_SIZES = Profiles("release check", CheckSize, {"test": dict(games=4, rounds=12),
+                                                      "small": dict(games=RELEASE_MIN_GAMES, rounds=100),
+                                                      "full": dict(games=RELEASE_MIN_GAMES * 2, rounds=500)})
 
 
 @dataclass(frozen=True)
@@ -291,18 +296,18 @@ def _tune(a):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ops.loong_search_check --network NET.npz [--opponent plain] [--games 96] [--rounds 60]``: one check
+    """``python -m ops.loong.search_check --network NET.npz [--opponent plain] [--games 96] [--rounds 60]``: one check
     match as the assets play it; exit 1 when the bar is missed, 2 on bad arguments."""
     import argparse
 
     from ops.execution import make_executor
 
-    ap = argparse.ArgumentParser(prog="python -m ops.loong_search_check", description=main.__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m ops.loong.search_check", description=main.__doc__.splitlines()[0])
     ap.add_argument("--network", required=True, help="an int8 network (loong_network_int8's network.npz)")
     ap.add_argument("--opponent", default="plain", choices=OPPONENTS)
     ap.add_argument("--parent", default=None, help="with --opponent parent: the network the checked one came from")
-    ap.add_argument("--games", type=int, default=SEARCH_CHECK_SIZES["small"].games)
-    ap.add_argument("--rounds", type=int, default=SEARCH_CHECK_SIZES["small"].rounds)
+    ap.add_argument("--games", type=int, default=SEARCH_CHECK_SIZES.resolve("small").games)
+    ap.add_argument("--rounds", type=int, default=SEARCH_CHECK_SIZES.resolve("small").rounds)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--search-units", type=int, default=None, help="units a turn (default: the judge build's; 0: "

@@ -44,6 +44,7 @@ from games.loong.foil import registry
 from games.loong.mapgen import generate_map
 from games.loong.observation import encode, observe
 from ops.execution import Executor, InProcessExecutor, WorkItem, cached, gather
+from ops.profiles import Profiles
 
 SCHEMA_NAME = b"loong_replay_dataset"
 SCHEMA_VERSION = b"3"  # 2: candidates listed on the whole belief (teammates' reports too); 3: played_by (labels)
@@ -85,6 +86,13 @@ class DatasetConfig:
     labeller: str = ""  # a bot whose choices label every decision (DAgger; module docstring); empty: the played bot's
 
 
+CONFIG_PROFILES = Profiles("dataset", DatasetConfig, {
+    "test": dict(games=3, rounds=30, shard_games=1, bands=(20,)),
+    "small": dict(games=18, rounds=100, shard_games=3),
+    "full": dict(games=3000, rounds=500, shard_games=10),
+}, DatasetError)
+
+
 def check_config(cfg: DatasetConfig) -> None:
     """A bad setting raises DatasetError naming the field; a 'build:' bot must be a registered, intact build."""
     for name in ("games", "rounds", "shard_games"):
@@ -120,7 +128,7 @@ def _teacher(name: str, field: str) -> bool:
 
 
 def builds_root(cfg: DatasetConfig) -> Path:
-    from ops.loong_league import builds_root as default_root
+    from ops.loong.league import builds_root as default_root
 
     return Path(cfg.builds) if cfg.builds else default_root()
 
@@ -132,7 +140,7 @@ def build_ids(cfg: DatasetConfig) -> dict[str, str]:
     if not bots:
         return {}
     from bot.builds import BuildError, verify
-    from ops.loong_league import _build_ref
+    from ops.loong.league import _build_ref
 
     root = builds_root(cfg)
     ids = {}

@@ -12,7 +12,7 @@
                       [--at-current-budget] [--no-mlflow] [--json]
 
 Players are Python bots by name or registered wasm builds as ``build:<name|id>`` (resolved as the league
-resolves them, ``ops.loong_league.resolve_players``). ``ops/cli.py`` calls ``register(subparsers)`` with
+resolves them, ``ops.loong.league.resolve_players``). ``ops/cli.py`` calls ``register(subparsers)`` with
 its top-level subparsers. Mistakes (unknown bot, malformed map spec, missing or altered replay) raise
 ``LoongCliError``/``MapError``/``ReplayError``/``BuildError``, all ValueErrors, which the arena CLI
 prints as one line with exit status 2. ``verify`` and ``view`` rebuild each side of a replay (built-in bots by
@@ -44,7 +44,7 @@ from ops.cli_common import (
     progress_bar,
     report_comparison,
 )
-from ops.loong_league import DEFAULT_MAPS, LoongLeagueConfig, resolve_players
+from ops.loong.league import DEFAULT_MAPS, LoongLeagueConfig, resolve_players
 
 LoongCliError = UnknownBot  # a user mistake in a loong command: one line, exit status 2
 BUILDS_HELP = "registered builds root, for build:<name|id> players (default: ARENA_HOME/artifacts/loong/builds)"
@@ -56,7 +56,7 @@ PARTIAL_HELP = ("accept a replay some of whose checks cannot run (a build not in
 def replay_builds(builds: str | None):
     """The build store that verification loads a replay's builds from (by id)."""
     from bot.builds import ReplayBuilds
-    from ops.loong_league import builds_root
+    from ops.loong.league import builds_root
 
     return ReplayBuilds(Path(builds) if builds else builds_root())
 
@@ -149,7 +149,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     review = None
     if args.review:
         from games.loong.replay import load_replay
-        from ops.loong_review import check_against_replay, load_review, viewer_review
+        from ops.loong.review import check_against_replay, load_review, viewer_review
 
         r = load_review(args.review)
         check_against_replay(r, load_replay(header))
@@ -167,8 +167,8 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    """Play reviewed games (ops/loong_review.py): each game's replay and its review, optionally its page."""
-    from ops import loong_review as op
+    """Play reviewed games (ops/loong/review.py): each game's replay and its review, optionally its page."""
+    from ops.loong import review as op
 
     factories, explainers, reviewers = op.resolve_reviewed((args.team0, args.team1), args.network or "",
                                                            args.builds or "")
@@ -244,7 +244,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_league(args: argparse.Namespace) -> int:
-    from ops import loong_league
+    from ops.loong import league as loong_league
 
     config = loong_league.LoongLeagueConfig(
         players=tuple(p.strip() for p in args.players.split(",") if p.strip()),
@@ -267,8 +267,8 @@ def cmd_league(args: argparse.Namespace) -> int:
 
 
 def cmd_contender(args: argparse.Namespace) -> int:
-    """An equal-cost contender match (ops/loong_contender.py): exit 0 pass, 1 fail, 2 refused or a bad option."""
-    from ops import loong_contender as op
+    """An equal-cost contender match (ops/loong/contender.py): exit 0 pass, 1 fail, 2 refused or a bad option."""
+    from ops.loong import contender as op
 
     config = op.ContenderConfig(games=args.games, bar=args.bar, statistic=args.statistic, tolerance=args.tolerance,
                                 at_current_budget=args.at_current_budget, meter_games=args.meter_games,
@@ -284,8 +284,8 @@ def cmd_contender(args: argparse.Namespace) -> int:
 
 
 def op_names() -> str:
-    """The players that explain their decisions (ops.loong_review)."""
-    from ops.loong_review import EXPERT0_NATIVE
+    """The players that explain their decisions (ops.loong.review)."""
+    from ops.loong.review import EXPERT0_NATIVE
 
     return EXPERT0_NATIVE
 
@@ -295,7 +295,7 @@ def register(subparsers) -> None:
     names = ", ".join(sorted(registry()))
     lg = subparsers.add_parser("loong", help="Loong: matches, leagues, maps, replay checks and viewer")
     sub = lg.add_subparsers(dest="command", required=True)
-    from ops.cli_positions import register as register_positions
+    from ops.loong.cli_positions import register as register_positions
 
     register_positions(sub)
     m = sub.add_parser("match", help="play two bots against each other, sides alternating")

@@ -1,7 +1,7 @@
 """The value-lost report of a cycle's targets (issue 12 item 5; docs/loong-value-lost.md): every departure of the
 student from the teacher, the value it lost, and its cause, so the next cycle's work goes where the value is.
 
-    table = load_targets(targets_dir, columns=COLUMNS)   # ops.loong_teacher_targets (schema version 4)
+    table = load_targets(targets_dir, columns=COLUMNS)   # ops.loong.teacher_targets (schema version 4)
     causes = classify(table)                              # one CAUSES code a row
     doc = report(table, points=generator_points(20, 30, 1, 0))
     top = top_departures(table, 20)                       # the review's entry points
@@ -50,7 +50,7 @@ from bot.core_candidates import (
 )
 from bot.core_inputs import NO_TAP
 from gpu.loong_kickstart import Ragged
-from ops.loong_teacher_targets import TargetsError, load_targets
+from ops.loong.teacher_targets import TargetsError, load_targets
 
 CAUSES = ("none", "candidate", "information", "ranking", "untested")
 NONE, CANDIDATE, INFORMATION, RANKING, UNTESTED = range(len(CAUSES))
@@ -344,7 +344,7 @@ def top_departures(table: pa.Table, k: int, facts: Facts | None = None) -> list[
 # -- the top departures' viewer pages -----------------------------------------------------------------------------
 def game_replays(targets) -> dict[int, Path]:
     """Each game's replay header in a targets folder (or the folder of one of its shards), as its ``games.json``
-    names them (``replay``, written by ``ops.loong_teacher_targets.run`` with ``replays`` on); {} when there is no
+    names them (``replay``, written by ``ops.loong.teacher_targets.run`` with ``replays`` on); {} when there is no
     games.json or it names no replay."""
     folder = Path(targets)
     folder = folder if folder.is_dir() else folder.parent
@@ -377,7 +377,7 @@ def _page(replay_json: Path, pages: Path, decisions: Sequence[tuple[int, int]]) 
     ``decisions``, (round, dragon), must be in the review)."""
     from games.loong.replay import load_replay
     from games.loong.viewer import write_viewer
-    from ops.loong_review import check_against_replay, load_review, review_path, viewer_review
+    from ops.loong.review import check_against_replay, load_review, review_path, viewer_review
 
     dest = pages / replay_json.with_suffix(".html").name
     own = replay_json.with_suffix(".html")
@@ -425,7 +425,7 @@ def write_pages(top: Sequence[dict], targets, out) -> list[Path]:
 def generator_points(size: int = 20, rounds: int = 30, games: int = 1, seed: int = 0, *,
                      cache: Path | None = None) -> dict:
     """Each generator's marginal judge points a turn: on every dragon-turn of ``games`` recorded foil-against-foil
-    games (``ops.loong_dataset.play_recorded``, size x size, ``rounds`` rounds, symmetries lr, tb, rot in turn,
+    games (``ops.loong.dataset.play_recorded``, size x size, ``rounds`` rounds, symmetries lr, tb, rot in turn,
     seeds ``seed + g``), points of ``core_candidates`` asked for every generator less points asked for all but G,
     on the candidates' metered wasm32 build (bot/core/candidates_wasm.c) in a Store of the judge's engine
     (``bot.judge.make_engine``, 1 point an operator). Median, p99, mean and max over the turns for harvest, escape,
@@ -442,7 +442,7 @@ def generator_points(size: int = 20, rounds: int = 30, games: int = 1, seed: int
         build_candidates_wasm,
     )
     from bot.judge import make_engine
-    from ops.loong_dataset import play_recorded
+    from ops.loong.dataset import play_recorded
 
     for name, v, lo in (("size", size, 10), ("rounds", rounds, 1), ("games", games, 1), ("seed", seed, 0)):
         if not isinstance(v, int) or isinstance(v, bool) or v < lo or (name == "size" and v > 64):
@@ -635,8 +635,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = _Parser(prog="python -m ops.loong_value_lost", description=__doc__.splitlines()[0])
-    ap.add_argument("--targets", required=True, help="the targets folder (ops.loong_teacher_targets) or one shard")
+    ap = _Parser(prog="python -m ops.loong.value_lost", description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", required=True, help="the targets folder (ops.loong.teacher_targets) or one shard")
     ap.add_argument("--out", required=True, help="output folder: report.json, report.md, value_lost.png, "
                                                  "top_departures.json, pages/")
     ap.add_argument("--top", type=int, default=20, help="departures in top_departures.json (default 20)")

@@ -6,7 +6,7 @@ count: held-out cross-entropy before and after training (it must go down) and to
 with the teacher. A Lightning checkpoint is written atomically after every epoch
 (``out_dir/last.ckpt``) and resumed when present; the result is ``out_dir/student.pt``.
 
-CLI: ``python -m ops.celldiv_distill --data teacher_data.parquet --out .arena/celldiv/student``.
+CLI: ``python -m ops.celldiv.distill --data teacher_data.parquet --out .arena/celldiv/student``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 from gpu.celldiv_lightning import PositionDataModule, StudentModule, evaluate_policy
 from gpu.celldiv_nets import STUDENT_PARAMS, SmallPolicyNet, count_params
 from gpu.training import make_trainer
-from ops.celldiv_teacher import load_teacher_data
+from ops.celldiv.teacher import load_teacher_data
 from ops.checkpoints import (
     AtomicLastCheckpoint,
     CheckpointError,

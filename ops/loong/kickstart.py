@@ -42,9 +42,9 @@ from ops.checkpoints import (
     read_torch_file,
     save_checkpoint,
 )
-from ops.loong_dataset import SCHEMA as DATASET_SCHEMA
-from ops.loong_dataset import DatasetError, iter_shards, shard_files, shard_rows
-from ops.profiles import override
+from ops.loong.dataset import SCHEMA as DATASET_SCHEMA
+from ops.loong.dataset import DatasetError, iter_shards, shard_files, shard_rows
+from ops.profiles import Profiles, override
 from ops.tracking import NullTracker, Tracker
 
 Progress = Callable[[str], None]
@@ -117,6 +117,15 @@ def check_training(cfg, error: type[ValueError]) -> None:
         raise error(f"holdout: a fraction in [0, 1), got {cfg.holdout}")
     if cfg.value_loss not in VALUE_LOSSES:
         raise error(f"value_loss: {cfg.value_loss!r}, want one of {', '.join(VALUE_LOSSES)}")
+
+
+# the kickstart's profiles (the kickstart asset's and the mimics'): test proves the path, small fits this CPU, full
+# is for a GPU box
+CONFIG_PROFILES = Profiles("kickstart", KickstartConfig, {
+    "test": dict(shape="v1t2c16", epochs=1, quantised_epochs=1, batch_size=32, holdout=0.34),
+    "small": dict(shape="v1t2c16", epochs=2, quantised_epochs=1, batch_size=64),
+    "full": dict(shape="v1t4c32", epochs=12, quantised_epochs=3, batch_size=256, accelerator="auto"),
+}, KickstartError)
 
 
 def check_config(cfg: KickstartConfig) -> None:

@@ -2,7 +2,7 @@
 rated by the shared Elo fit, with a Wilson 95% interval for every pairing (docs/loong-league.md).
 
 A league pass is the round robin of its players plus, when it names a ``current`` player, that player's PFSP
-games (``ops.loong_pfsp``: opponents drawn from the stored history, one generated map a draw). The pool comes
+games (``ops.loong.pfsp``: opponents drawn from the stored history, one generated map a draw). The pool comes
 from the build store (``pool_players``): released experts, expert-0's earlier registrations as snapshots
 (``build:expert-0@<id prefix>``) and the admitted mimics. Each pass appends one record to the history
 (``history_path``: under the artifact store), which the Elo-over-passes plot reads.
@@ -56,7 +56,7 @@ class LoongLeagueConfig:
     pfsp: tuple[tuple[str, str], ...] = ()
     """The current player's PFSP draws: (opponent, map spec) each, ``games_per_map`` games a draw."""
     batched: bool = False
-    """Play on the batched simulator (ops.loong_batched): builds that carry their network run it batched, every
+    """Play on the batched simulator (ops.loong.batched): builds that carry their network run it batched, every
     other player through the judge or in Python; the same games and results as the reference runner."""
     device: str = "cpu"
     """The simulator's and the batched networks' torch device when ``batched``."""
@@ -192,14 +192,14 @@ _NETWORKS: dict[LoongLeagueConfig, dict] = {}
 
 
 def resolve_networks(config: LoongLeagueConfig) -> dict:
-    """Name -> ``ops.loong_batched.NetworkPlayer`` for every 'build:' player whose build carries its network
+    """Name -> ``ops.loong.batched.NetworkPlayer`` for every 'build:' player whose build carries its network
     (bot.expert0.network_player): its native twin and the batched network. Other players are not listed."""
     builds = [name for name in config.players if name.startswith("build:")]
     if not builds:
         return {}
     from bot.expert0 import network_player
     from gpu.loong_int8_batch import BatchedInt8Net
-    from ops.loong_batched import NetworkPlayer
+    from ops.loong.batched import NetworkPlayer
 
     root = Path(config.builds) if config.builds else builds_root()
     out = {}
@@ -213,8 +213,8 @@ def resolve_networks(config: LoongLeagueConfig) -> dict:
 
 def _play_batched(a: str, b: str, config: LoongLeagueConfig, maps: list[LoongMap], index: list[int],
                   factories: Mapping[str, BotFactory], seed: int) -> MatchTally:
-    """``play_pairing``'s games on the batched simulator (ops.loong_batched): the same seeds, sides and tally."""
-    from ops import loong_batched as lb
+    """``play_pairing``'s games on the batched simulator (ops.loong.batched): the same seeds, sides and tally."""
+    from ops.loong import batched as lb
 
     networks = {n: p for n, p in _networks(config).items() if n in (a, b)}
     games = lb.series_games(a, b, maps, config.games_per_map, seed, index)
@@ -256,7 +256,7 @@ def play_map(jobs: Sequence[tuple[str, str, int]], config: LoongLeagueConfig, ma
     """Every pairing's games on map ``i`` in one batch on the simulator (``config.batched``): pairing (a, b, s)
     plays the games ``play_pairing`` plays there (series seed ``s * 7919 + i``, sides swapped in pairs); one tally a
     pairing, in ``jobs`` order. ``seed`` is unused (each pairing has its own)."""
-    from ops import loong_batched as lb
+    from ops.loong import batched as lb
 
     if factories is None:
         if config not in _FACTORIES:

@@ -1,4 +1,4 @@
-"""``arena loong positions ...``: the reviewed-positions library (ops/loong_positions.py, docs/loong-positions.md).
+"""``arena loong positions ...``: the reviewed-positions library (ops/loong/positions.py, docs/loong-positions.md).
 
     arena loong positions check --build build:expert-0 [--build foil ...] [--library DIR] [--builds DIR]
                                 [--network NET.npz] [--json]
@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ops import loong_positions as op
+from ops.loong import positions as op
 
 LIBRARY_HELP = "the positions library folder (default: ARENA_HOME/loong/positions)"
 

@@ -24,7 +24,7 @@ of iteration i comes from generators seeded by (seed, i), so a resumed run retra
 uninterrupted one exactly. The result's weights go to ``out_dir/weights.json`` in the versioned
 format of ``games.celldiv.players.save_weights``.
 
-CLI: ``python -m ops.celldiv_ppo --model linear --iterations 30 --out DIR [--profile small]``.
+CLI: ``python -m ops.celldiv.ppo --model linear --iterations 30 --out DIR [--profile small]``.
 """
 
 from __future__ import annotations
@@ -542,7 +542,7 @@ def _run(config: PPOConfig, out_dir: Path, tracker: Tracker, progress) -> PPORes
     done = max(config.iterations, start_iter)
     weights_path = save_weights(
         out_dir / "weights.json", net.kind, version=f"ppo-{config.model}-seed{config.seed}-it{done}",
-        source=f"ops.celldiv_ppo: PPO self-play, {done} iterations x {config.games_per_iteration} games, "
+        source=f"ops.celldiv.ppo: PPO self-play, {done} iterations x {config.games_per_iteration} games, "
                f"init {config.init}, opponent {config.opponent}, seed {config.seed}",
         **net.vectors(),
     )
@@ -593,7 +593,7 @@ def convergence(evals: list[dict], tol: float) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ops.celldiv_ppo", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ops.celldiv.ppo", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=tuple(MODELS), default="linear")
     p.add_argument("--profile", choices=tuple(PROFILES), default=None, help="config overrides to start from")
     p.add_argument("--iterations", type=int, default=None)

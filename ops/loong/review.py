@@ -484,8 +484,8 @@ EXPERT0_NATIVE = "expert-0-native"
 def resolve_reviewed(names: Sequence[str], network: str = "", builds: str = "") -> tuple[dict, dict, dict]:
     """(factories, explainers, reviewers) for the players ``names``: ``expert-0-native`` (the native expert-0 on
     ``network``, default the latest published loong_network_int8) explains itself; every other name resolves as
-    the league resolves it (ops.loong_league.resolve_players) and is played without review."""
-    from ops.loong_league import LoongLeagueConfig, resolve_players
+    the league resolves it (ops.loong.league.resolve_players) and is played without review."""
+    from ops.loong.league import LoongLeagueConfig, resolve_players
 
     factories, explainers, reviewers = {}, {}, {}
     others = [n for n in dict.fromkeys(names) if n != EXPERT0_NATIVE]

@@ -7,7 +7,7 @@ one TD(lambda) fit per horizon -> the calibrated fit with the lowest calibration
     result = run(cfg, out, tracker)                                # record (or --replays), extract, fit, save
     fit = load_value_fit(result.fit_path)                          # refuses a wrong or corrupt file in one line
 
-``python -m ops.loong_value_fit --profile test|small|full --out DIR [--replays DIR]``.
+``python -m ops.loong.value_fit --profile test|small|full --out DIR [--replays DIR]``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def check_config(cfg: ValueFitConfig) -> None:
 def game_spec(cfg: ValueFitConfig, g: int) -> tuple[int, str, str, str, int]:
     """(size, symmetry, team 0 bot, team 1 bot, seed) of game ``g``: pairings in turn; a pairing's own count c
     takes the bands in turn and the symmetry (c // bands + c) mod 3 (every band meets every symmetry); sides swap
-    after each P x bands games. (ops.loong_dataset.game_spec never gives 'rot' with two pairings.)"""
+    after each P x bands games. (ops.loong.dataset.game_spec never gives 'rot' with two pairings.)"""
     P, nb = len(cfg.pairings), len(cfg.bands)
     a, b = cfg.pairings[g % P]
     c = g // P
@@ -136,7 +136,7 @@ def record_games(cfg: ValueFitConfig, out_dir: Path, progress: Callable[[str], N
     from games.loong.mapgen import generate_map
     from games.loong.match import replay_stem
     from games.loong.replay import save_replay
-    from ops.loong_dataset import _factory
+    from ops.loong.dataset import _factory
 
     check_config(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -845,7 +845,7 @@ def _is_mlflow(tracker) -> bool:
 
 # -- 5. the CLI ----------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ops.loong_value_fit", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m ops.loong.value_fit", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="small", help="test (seconds), small (this CPU, a minute or two), full")
     ap.add_argument("--out", required=True, help="output folder: replays/, value_fit.pt, reliability.png, "
                                                  "result.json")

@@ -3,7 +3,7 @@ docs/loong-native-teacher.md): its settings and the teacher check against the pl
 
 The teacher is the C core's root search on the true state (``bot.core_teacher.NativeTeacher``); the torch root
 search on the batched simulator that came before it is retired (docs/loong-teacher.md keeps its figures). The
-check plays it over the plain network's own games (``ops.loong_teacher_targets`` with ``plays="teacher"``).
+check plays it over the plain network's own games (``ops.loong.teacher_targets`` with ``plays="teacher"``).
 
     cfg = teacher_config("small")
     m = teacher_check(cfg, "network.npz", out_dir, executor=PoolExecutor(2))   # TeacherMatch: record, Wilson
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.core_teacher import DEFAULT_LEAF, DEFAULT_MODEL, DEFAULT_UNITS, ROLLOUT_ROUNDS, WEIGHTS
-from games.gate import Gate
+from games.gate import EVEN, Gate
 from games.stats import wilson_interval
 from ops.profiles import Profiles
 
-CHECK_PASS_LOWER = 0.5  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
+CHECK_PASS_LOWER = EVEN  # the teacher check passes when the Wilson 95% lower bound of its score rate is above this
 CHECK_GATE = Gate("teacher_beats_network", "the native teacher's score rate against the plain network it is to "
                   "improve (expert-0 with the published loong_network_int8; the teacher plays over its dragons)",
                   bar=CHECK_PASS_LOWER)
@@ -94,15 +94,15 @@ def teacher_config(profile: str, **overrides) -> TeacherConfig:
 
 
 def targets_config(cfg: TeacherConfig, **fields):
-    """The targets' config (``ops.loong_teacher_targets.TargetsConfig``) that searches with this teacher."""
-    from ops import loong_teacher_targets as targets
+    """The targets' config (``ops.loong.teacher_targets.TargetsConfig``) that searches with this teacher."""
+    from ops.loong import teacher_targets as targets
 
     return targets.TargetsConfig(units=cfg.units, model=cfg.model, leaf=cfg.leaf, weights=tuple(cfg.weights),
                                  rollout_rounds=cfg.rollout_rounds, **fields)
 
 
 def check_teacher_config(cfg: TeacherConfig) -> None:
-    from ops import loong_teacher_targets as targets
+    from ops.loong import teacher_targets as targets
 
     for name in ("check_size", "check_rounds"):
         if not isinstance(getattr(cfg, name), int) or getattr(cfg, name) < 1:
@@ -121,11 +121,11 @@ def teacher_check(cfg: TeacherConfig, network_path, out_dir, *, executor=None, p
     """The seed's teacher check: the teacher against the plain network it is to improve, expert-0 with the int8
     network at ``network_path`` on its native build. The teacher's side is that same network's dragons playing the
     native teacher's choice (its root: its own listing plus the network's scored candidates) with zero Gumbel
-    draws (``ops.loong_teacher_targets`` with ``plays="teacher"``; its rows, the teacher's own decisions, are
+    draws (``ops.loong.teacher_targets`` with ``plays="teacher"``; its rows, the teacher's own decisions, are
     written to ``out_dir``); the other side plays the network's top candidate. ``cfg.check_games`` games, each map
     twice with sides swapped, each a work item on ``executor``; passed when the Wilson 95% lower bound of the
     teacher's score rate is above ``CHECK_PASS_LOWER``. A bad network file is a ValueError naming it."""
-    from ops import loong_teacher_targets as targets
+    from ops.loong import teacher_targets as targets
 
     tcfg = targets_config(cfg, games=cfg.check_games, sizes=(cfg.check_size,), max_rounds=cfg.check_rounds,
                           opponents=(targets.NETWORK,), gumbel=False, plays="teacher", info_units=0, replays=False,
