@@ -164,8 +164,8 @@ def order_gate(strong: str, weak: str) -> Gate:
 
 
 def bar_gate(weak: str) -> Gate:
-    return Gate(bar_check_name(weak), f"elite's score rate against {weak} in the league (issue 15's bar, set for the "
-                                      f"Elite before it was trained)", bar=ELITE_BARS[weak], games=BAR_GAMES,
+    return Gate(bar_check_name(weak), f"elite's score rate against {weak} in the league (the bar set for the Elite "
+                                      f"before it was trained)", bar=ELITE_BARS[weak], games=BAR_GAMES,
                 measure=SCORE_RATE, at_least=True)
 
 
@@ -213,30 +213,38 @@ LEAGUE_PUBLISHED = "the league (celldiv_league: Elo, pairings, plots), whatever 
 
 
 def gate_check(gate: Gate, pair: str, tally, *, blocking: bool, release_gate: bool, next_words: str,
-               games_field: str) -> dg.AssetCheckResult:
+               games_field: str, warn_only: bool = False) -> dg.AssetCheckResult:
     """One gate's check from a pairing's tally (``tally``: the strong side's; None: not played). Passed only on PASS;
     a blocking check (with ``release_gate``) that does not pass is an error that stops the run, any other one a
-    warning when inconclusive and an error (not blocking) when failed."""
+    warning when inconclusive and an error (not blocking) when failed; ``warn_only``: always a warning. A score-rate
+    gate with a match size (the Elite's bars) does not pass on fewer games than that size, and says so."""
+    warn = dg.AssetCheckSeverity.WARN
     if tally is None:
         return dg.AssetCheckResult(
             check_name=gate.name, passed=False,
-            severity=dg.AssetCheckSeverity.ERROR if blocking and release_gate else dg.AssetCheckSeverity.WARN,
+            severity=dg.AssetCheckSeverity.ERROR if blocking and release_gate and not warn_only else warn,
             metadata={"verdict": f"{gate.name}: NOT PLAYED: {pair} was not in the league",
-                      "statistic": gate.describe()})
+                      "reason": f"{pair} was not played", "statistic": gate.describe()})
     v = gate.verdict(tally.wins, tally.draws, tally.losses)
+    short = gate.measure == SCORE_RATE and gate.games is not None and v.games < gate.games
     if v.state == INCONCLUSIVE:
         after = (f"celldiv_league_job with {games_field}: {v.decisive_games} (about that many games at this rate "
                  "would decide)" if v.decisive_games else "more games (the rate is the bar itself)")
+    elif short:
+        after = f"celldiv_league_job with {games_field}: {gate.games}"
     else:
         after = next_words if v.state != PASS else ""
-    if v.passed:
-        severity = dg.AssetCheckSeverity.ERROR
-    elif blocking and release_gate:
+    passed = v.passed and not short
+    if warn_only:
+        severity = warn
+    elif passed or (blocking and release_gate):
         severity = dg.AssetCheckSeverity.ERROR
     else:
-        severity = dg.AssetCheckSeverity.WARN if v.state == INCONCLUSIVE or blocking else dg.AssetCheckSeverity.ERROR
-    return dg.AssetCheckResult(check_name=gate.name, passed=v.passed, severity=severity,
-                               metadata=v.metadata(published=LEAGUE_PUBLISHED, next_command=after))
+        severity = warn if v.state == INCONCLUSIVE or blocking else dg.AssetCheckSeverity.ERROR
+    metadata = v.metadata(published=LEAGUE_PUBLISHED, next_command=after)
+    if short:
+        metadata["reason"] = f"{v.games} games; the bar is judged on {gate.games}"
+    return dg.AssetCheckResult(check_name=gate.name, passed=passed, severity=severity, metadata=metadata)
 
 
 def _games_field(config, strong: str, weak: str) -> str:
@@ -282,7 +290,7 @@ def order_checks(report, release_gate: bool) -> list[dg.AssetCheckResult]:
         results.append(gate_check(bar_gate(weak), f"elite vs {weak}", report.result.tally("elite", weak),
                                   blocking=False, release_gate=release_gate,
                                   next_words="a stronger Elite (celldiv_job)",
-                                  games_field=_games_field(config, "elite", weak)))
+                                  games_field=_games_field(config, "elite", weak), warn_only=True))
     return results
 
 
