@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import dagster as dg
 from pydantic import Field
 
+from assets.celldiv_training import ELITE_MODEL
 from assets.metadata import elo_metadata, markdown_table, png_markdown, run_metadata, validated, version_id
 from assets.resources import ArtifactStoreResource, ExecutionResource, MlflowResource, ProfileResource
 from games.celldiv.players import BUILTIN_TIERS
@@ -16,6 +17,7 @@ from games.gate import EVEN, INCONCLUSIVE, PASS, SCORE_RATE, Gate
 from ops.celldiv import league as league_op
 from ops.plots import league_png
 from ops.profiles import Profiles, given
+from ops.tracking import model_version_by_tag, set_champion
 
 GROUP = "celldiv"
 
@@ -331,4 +333,27 @@ def celldiv_league(
                          metadata=meta)
     gate = config.release_gate if config.release_gate is not None else name in RELEASE_PROFILES
     meta["release_gate"] = dg.MetadataValue.bool(gate)
-    return dg.MaterializeResult(metadata=meta, check_results=order_checks(report, gate))
+    checks = order_checks(report, gate)
+    meta["champion"] = dg.MetadataValue.text(crown_elite(checks, artifact_store.store(), mlflow.uri()))
+    return dg.MaterializeResult(metadata=meta, check_results=checks)
+
+
+def release_checks_passed(checks) -> bool:
+    """Whether every check that guards the Elite's release (the blocking ones: RELEASE_CHECKS and the Elite's Elo
+    row) passed."""
+    names = {check_name(s, w) for s, w in RELEASE_CHECKS} | {elo_check_name(s, w) for s, w in ELO_CHECKS
+                                                            if s == "elite"}
+    return all(c.passed for c in checks if c.check_name in names)
+
+
+def crown_elite(checks, store, tracking_uri: str) -> str:
+    """The alias ``champion`` of the registered model ``celldiv-elite`` moves to the version of the Elite this league
+    played (the published celldiv_elite_onnx folder) when its release checks passed; the words for the metadata."""
+    if not release_checks_passed(checks):
+        return "unchanged: the Elite's release checks did not all pass"
+    folder = store.latest(GROUP, "celldiv_elite_onnx")
+    version = model_version_by_tag(ELITE_MODEL, "folder", folder.name, tracking_uri) if folder else None
+    if version is None:
+        return f"unchanged: the Elite that played is not a registered version of {ELITE_MODEL}"
+    set_champion(ELITE_MODEL, version, tracking_uri)
+    return f"{ELITE_MODEL} version {version}"

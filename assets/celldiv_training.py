@@ -234,9 +234,10 @@ ELITE_MODEL = "celldiv-elite"  # MLflow's registered model of every Elite export
 def celldiv_elite_onnx(context: dg.AssetExecutionContext, artifact_store: ArtifactStoreResource,
                        mlflow: MlflowResource, profile: ProfileResource) -> dg.MaterializeResult:
     """The student exported to ONNX; Elite plays from this file through onnxruntime. A file that decides as torch
-    does is a new version of the registered model ``celldiv-elite`` in MLflow's registry, and the alias
-    ``champion`` (the Elite the game ships) moves to it."""
-    from ops.tracking import register_model, set_champion
+    does is a new version of the registered model ``celldiv-elite`` in MLflow's registry (tagged with its folder);
+    the alias ``champion`` (the Elite the game ships) moves to it when the league's release checks pass
+    (``celldiv_league``)."""
+    from ops.tracking import register_model
 
     store = artifact_store.store()
     student_dir = store.latest(GROUP, "celldiv_student")
@@ -252,8 +253,8 @@ def celldiv_elite_onnx(context: dg.AssetExecutionContext, artifact_store: Artifa
         if report["passed"]:
             version = register_model(tracker, onnx_path, ELITE_MODEL, {"folder": student_dir.name,
                                                                        "student_version": report["student_version"]})
-            set_champion(ELITE_MODEL, version, mlflow.uri())
-            registered = f"{ELITE_MODEL} version {version}, the champion"
+            registered = (f"{ELITE_MODEL} version {version}; the champion once the league's release checks pass "
+                          "(celldiv_league)")
         meta = run_metadata(tracker, mlflow)
     if report["passed"]:
         store.publish(GROUP, "celldiv_elite_onnx", student_dir.name)
