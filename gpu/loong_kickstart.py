@@ -81,50 +81,29 @@ CANDIDATE_FIELDS = ("features", "taps", "same", "target", "group", "teacher_same
 def concat_data(parts: Sequence[KickstartData]) -> KickstartData:
     """Decoded parts (of consecutive row ranges) as one: the same arrays as decoding the rows at once, the offsets
     rebased, the bots' indices onto the union of their names, the dropped counts summed. A part's field that is
-    None must be None in every part (ValueError naming it). The parts' arrays are let go field by field as they are
-    joined (memory: the parts and one joined field at a time), so the parts are empty afterwards."""
-    if not parts:
-        raise ValueError("concat_data: no parts")
-    bots = sorted({b for p in parts for b in p.bots})
-    out: dict = {"bots": bots, "dropped": {}}
-    base = np.cumsum([0] + [len(p.taps) for p in parts[:-1]])
-    out["offsets"] = np.concatenate([p.offsets + b for p, b in zip(parts, base)])
-    index = {b: i for i, b in enumerate(bots)}
-    out["bot"] = np.concatenate([np.array([index[b] for b in p.bots], np.int64)[p.bot] if len(p.bot) else
-                                 np.zeros(0, np.int64) for p in parts])
-    for p in parts:
-        for k, v in p.dropped.items():
-            out["dropped"][k] = out["dropped"].get(k, 0) + v
-    for name in (*ROW_FIELDS, *CANDIDATE_FIELDS):
-        arrays = [getattr(p, name) for p in parts]
-        if all(a is None for a in arrays):
-            out[name] = None
-        elif any(a is None for a in arrays):
-            raise ValueError(f"concat_data: {name} is missing from some parts")
-        else:
-            out[name] = np.concatenate(arrays)
-            del arrays
-            for p in parts:
-                setattr(p, name, None)
-    return KickstartData(**out)
+    None must be None in every part (ValueError naming it). The parts are emptied as they are taken and each field
+    joined in turn (memory: the parts and one joined field at a time). ``spill_data`` without a folder."""
+    return spill_data(parts, None)
 
 
 SPILLED_FIELDS = ("crop", "overview", "scalars", *CANDIDATE_FIELDS)  # the big arrays: to disk when spilled
 
 
-def spill_data(parts: Iterable[KickstartData], folder: Path) -> KickstartData:
-    """``concat_data`` for parts taken one at a time, the big arrays (SPILLED_FIELDS) on disk: each part's are
-    appended to ``folder``/<field>.bin as it arrives (and the part emptied), and they come back memory-mapped
-    read-only; the per-row arrays stay in memory. The same arrays as ``concat_data`` of the same parts, so
-    memory holds one part and the per-row arrays, while the page cache holds what the training reads. The files
-    stay until the caller removes ``folder``."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+def spill_data(parts: Iterable[KickstartData], folder: Path | None) -> KickstartData:
+    """Decoded parts taken one at a time and joined (``concat_data``'s arrays); with ``folder``, the big arrays
+    (SPILLED_FIELDS) on disk: each part's are appended to ``folder``/<field>.bin as it arrives (and the part
+    emptied), and they come back memory-mapped read-only, so memory holds one part and the per-row arrays while the
+    page cache holds what the training reads. The files stay until the caller removes ``folder``. Without a folder
+    every array stays in memory."""
+    spilled = SPILLED_FIELDS if folder is not None else ()
+    if folder is not None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
     files: dict = {}
     shapes: dict[str, list] = {}
     dtypes: dict = {}
     present: dict[str, bool] = {}
-    rows: dict[str, list] = {name: [] for name in ROW_FIELDS if name not in SPILLED_FIELDS}
+    rows: dict[str, list] = {name: [] for name in (*ROW_FIELDS, *CANDIDATE_FIELDS) if name not in spilled}
     offsets, bots, dropped, base = [], [], {}, 0
     try:
         for p in parts:
@@ -139,7 +118,7 @@ def spill_data(parts: Iterable[KickstartData], folder: Path) -> KickstartData:
                     raise ValueError(f"concat_data: {name} is missing from some parts")
                 if a is None:
                     continue
-                if name not in SPILLED_FIELDS:
+                if name not in spilled:
                     rows[name].append(a)
                 else:
                     if name not in files:
@@ -164,7 +143,7 @@ def spill_data(parts: Iterable[KickstartData], folder: Path) -> KickstartData:
     for name in (*ROW_FIELDS, *CANDIDATE_FIELDS):
         if not present[name]:
             out[name] = None
-        elif name not in SPILLED_FIELDS:
+        elif name not in spilled:
             out[name] = np.concatenate(rows.pop(name))
         elif shapes[name][0] == 0:
             out[name] = np.zeros(shapes[name], dtypes[name])

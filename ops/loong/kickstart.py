@@ -29,7 +29,6 @@ from gpu.loong_kickstart import (
     KickstartData,
     KickstartModule,
     Ragged,
-    concat_data,
     decode,
     spill_data,
 )
@@ -266,8 +265,8 @@ SPILL = "decoded"  # under a run's folder: the decoded big arrays on disk while 
 def decode_stream(path: str | Path, slices: Iterable[tuple[int, pa.Table]], total: int, columns: Sequence[str],
                   ragged: Sequence[str], error: type[ValueError], spill: str | Path | None = None) -> KickstartData:
     """Tables of consecutive rows, ``(first row, table)`` taken one at a time, decoded (``decode_table``) and joined:
-    in memory (``concat_data``) or, with ``spill`` (a folder), the big arrays on disk and memory-mapped
-    (``spill_data``): the same arrays either way, memory bounded by a slice with ``spill``. A bad row raises
+    in memory or, with ``spill`` (a folder), the big arrays on disk and memory-mapped (``spill_data``): the same
+    arrays either way, memory bounded by a slice with ``spill``. A bad row raises
     ``error`` naming ``path`` (and the rows, when ``total`` rows came in more than one slice)."""
 
     def parts():
@@ -285,7 +284,7 @@ def decode_stream(path: str | Path, slices: Iterable[tuple[int, pa.Table]], tota
             yield part
 
     try:
-        return spill_data(parts(), spill) if spill is not None else concat_data(list(parts()))
+        return spill_data(parts(), spill)
     except ValueError as e:
         if isinstance(e, error):
             raise
